@@ -1,0 +1,93 @@
+# TARN — the two commands of the README:
+#   make lab    bring the lab cluster up with the collection's own roles, then run TARN's main job
+#   make test   every test: lint, unit, role scenarios (Molecule) and the lab end to end
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+HADOOP_VERSION := $(shell sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' lab/hadoop-dist/pom.xml)
+VENV    := $(CURDIR)/.venv
+BUILD   := $(CURDIR)/build
+APT_PACKAGES := podman runc debootstrap netavark aardvark-dns fuse-overlayfs rsync
+
+export PATH := $(VENV)/bin:$(PATH)
+export CONTAINERS_CONF := $(CURDIR)/lab/containers.conf
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export TARN_HADOOP_ARCHIVE := $(BUILD)/hadoop/hadoop-$(HADOOP_VERSION).tar.gz
+export MOLECULE_NO_LOG := false
+
+.PHONY: help deps image dist lab lab-nodes lab-site lab-job lab-down test lint sanity unit \
+        integration molecule-production molecule-lab bench
+
+help:
+	@echo "make lab      bring the lab up (podman nodes + site.yml) and run TARN's main job"
+	@echo "make test     run every test (lint, unit, Molecule scenarios, lab end to end)"
+	@echo "make lab-down remove the lab nodes"
+
+# ---- what a fresh machine needs: Debian packages, the pinned Python tool chain, the collection link
+$(BUILD)/.apt: Makefile
+	mkdir -p $(BUILD)
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) >/dev/null
+	touch $@
+
+$(VENV)/.installed: requirements-dev.txt pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q -r requirements-dev.txt -e .
+	touch $@
+
+$(BUILD)/collections/ansible_collections/tarn/yarn:
+	mkdir -p $(dir $@)
+	ln -sfn $(CURDIR) $@
+
+deps: $(BUILD)/.apt $(VENV)/.installed $(BUILD)/collections/ansible_collections/tarn/yarn
+
+image: deps
+	lab/image/build.sh
+
+dist: deps
+	lab/hadoop-dist/build.sh $(BUILD)/hadoop
+
+# ---- the lab
+lab: lab-site lab-job
+
+lab-nodes: image dist
+	ansible-playbook lab/nodes.yml
+
+lab-site: lab-nodes
+	ansible-playbook playbooks/site.yml
+
+lab-job:
+	python lab/main_job.py
+
+lab-down:
+	ansible-playbook lab/nodes.yml -e tarn_lab_state=absent
+
+# ---- the tests
+test: lint unit integration molecule-production molecule-lab
+
+lint: deps
+	ruff check src tests lab bench
+	ruff format --check src tests lab bench
+	mypy
+	ansible-lint
+	$(MAKE) sanity
+
+sanity: deps
+	rm -rf $(BUILD)/sanity && mkdir -p $(BUILD)/sanity/ansible_collections/tarn
+	rsync -a --exclude .venv --exclude build --exclude .git ./ $(BUILD)/sanity/ansible_collections/tarn/yarn/
+	cd $(BUILD)/sanity/ansible_collections/tarn/yarn && ansible-test sanity --python 3.11 --color no
+
+unit: deps
+	pytest tests/unit
+
+integration: deps
+	pytest tests/integration
+
+molecule-production: image dist
+	cd $(CURDIR) && molecule test -s production
+
+molecule-lab: image dist
+	cd $(CURDIR) && molecule test -s lab
+
+bench: image dist
+	python bench/lab_bringup.py
