@@ -1,0 +1,3 @@
+"""TARN: NVIDIA Triton Inference Server on Hadoop YARN."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,111 @@
+"""YARN ResourceManager REST: cluster state (/ws/v1) and the YARN Services API (/app/v1).
+
+Simple authentication passes the user as ``user.name``. With RM HA, every RM URL is tried in
+turn and the one that answered is remembered: a standby RM redirects or refuses API calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+
+from tarn.errors import ClusterError
+
+JSON = dict[str, Any]
+
+
+class ResourceManager:
+    def __init__(self, urls: list[str], user: str, timeout: float = 30.0) -> None:
+        if not urls:
+            raise ValueError("at least one ResourceManager URL is needed")
+        self._urls = [u.rstrip("/") for u in urls]
+        self._user = user
+        self._timeout = timeout
+        self._session = requests.Session()
+
+    # ---- transport: one request against the active RM, failing over on connection errors
+    def _request(self, method: str, path: str, body: JSON | None = None) -> requests.Response:
+        errors: list[str] = []
+        for index, base in enumerate(self._urls):
+            try:
+                reply = self._session.request(
+                    method,
+                    f"{base}{path}",
+                    params={"user.name": self._user},
+                    json=body,
+                    timeout=self._timeout,
+                    allow_redirects=False,
+                )
+            except requests.RequestException as exc:
+                errors.append(f"{base}: {exc.__class__.__name__}")
+                continue
+            if _is_standby(reply):
+                errors.append(f"{base}: standby")
+                continue
+            if index:  # remember the active RM first
+                self._urls.insert(0, self._urls.pop(index))
+            return reply
+        raise ClusterError(f"no active ResourceManager answered {method} {path} ({'; '.join(errors)})")
+
+    def _json(self, method: str, path: str, body: JSON | None = None, ok: tuple[int, ...] = (200,)) -> JSON:
+        reply = self._request(method, path, body)
+        if reply.status_code not in ok:
+            raise ClusterError(f"{method} {path} answered {reply.status_code}: {_diagnostics(reply)}")
+        return reply.json() if reply.content else {}
+
+    # ---- cluster
+    def cluster_info(self) -> JSON:
+        info: JSON = self._json("GET", "/ws/v1/cluster/info")["clusterInfo"]
+        return info
+
+    def nodes(self) -> list[JSON]:
+        nodes = self._json("GET", "/ws/v1/cluster/nodes")["nodes"]
+        return list(nodes["node"]) if nodes else []
+
+    def app(self, app_id: str) -> JSON:
+        app: JSON = self._json("GET", f"/ws/v1/cluster/apps/{app_id}")["app"]
+        return app
+
+    # ---- YARN services
+    def create_service(self, spec: JSON) -> JSON:
+        return self._json("POST", "/app/v1/services", spec, ok=(200, 202))
+
+    def service(self, name: str) -> JSON | None:
+        reply = self._request("GET", f"/app/v1/services/{name}")
+        if reply.status_code == 404:
+            return None
+        if reply.status_code != 200:
+            raise ClusterError(f"GET service {name} answered {reply.status_code}: {_diagnostics(reply)}")
+        found: JSON = reply.json()
+        return found
+
+    def flex(self, name: str, component: str, count: int) -> JSON:
+        body = {"number_of_containers": count}
+        return self._json("PUT", f"/app/v1/services/{name}/components/{component}", body)
+
+    def destroy(self, name: str) -> bool:
+        """Stop and remove the service; False when there was none (the RM answers 400 then)."""
+        reply = self._request("DELETE", f"/app/v1/services/{name}")
+        if reply.status_code in (200, 204):
+            return True
+        if reply.status_code in (400, 404) and "doesn't exist" in _diagnostics(reply):
+            return False
+        raise ClusterError(f"DELETE service {name} answered {reply.status_code}: {_diagnostics(reply)}")
+
+
+def _is_standby(reply: requests.Response) -> bool:
+    # A standby RM redirects REST calls to the active one, or says so in the body.
+    return reply.status_code in (307, 503) or "standby" in reply.headers.get("Refresh", "").lower()
+
+
+def _diagnostics(reply: requests.Response) -> str:
+    try:
+        body = reply.json()
+    except ValueError:
+        return reply.text[:300]
+    if isinstance(body, dict):
+        for key in ("diagnostics", "RemoteException"):
+            if key in body:
+                return str(body[key])[:300]
+    return str(body)[:300]

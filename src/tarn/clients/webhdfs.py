@@ -1,0 +1,67 @@
+"""WebHDFS: the NameNode answers metadata calls and redirects data calls to a DataNode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+
+from tarn.errors import ClusterError
+
+
+class WebHdfs:
+    def __init__(self, url: str, user: str, timeout: float = 60.0) -> None:
+        self._base = url.rstrip("/") + "/webhdfs/v1"
+        self._user = user
+        self._timeout = timeout
+        self._session = requests.Session()
+
+    def _url(self, path: str) -> str:
+        if not path.startswith("/"):
+            raise ValueError(f"HDFS path must be absolute: {path!r}")
+        return self._base + path
+
+    def _call(self, method: str, path: str, op: str, ok: tuple[int, ...], **params: Any) -> requests.Response:
+        query = {"op": op, "user.name": self._user, **params}
+        try:
+            reply = self._session.request(
+                method, self._url(path), params=query, timeout=self._timeout, allow_redirects=False
+            )
+        except requests.RequestException as exc:
+            raise ClusterError(f"WebHDFS {op} {path}: {exc}") from exc
+        if reply.status_code not in ok:
+            raise ClusterError(f"WebHDFS {op} {path} answered {reply.status_code}: {reply.text[:300]}")
+        return reply
+
+    def status(self, path: str) -> dict[str, Any] | None:
+        reply = self._call("GET", path, "GETFILESTATUS", ok=(200, 404))
+        if reply.status_code == 404:
+            return None
+        found: dict[str, Any] = reply.json()["FileStatus"]
+        return found
+
+    def mkdirs(self, path: str) -> None:
+        self._call("PUT", path, "MKDIRS", ok=(200,))
+
+    def write(self, path: str, data: bytes, overwrite: bool = True) -> None:
+        redirect = self._call("PUT", path, "CREATE", ok=(307,), overwrite=str(overwrite).lower())
+        try:
+            reply = self._session.put(redirect.headers["Location"], data=data, timeout=self._timeout)
+        except requests.RequestException as exc:
+            raise ClusterError(f"WebHDFS CREATE {path} (DataNode): {exc}") from exc
+        if reply.status_code != 201:
+            raise ClusterError(f"WebHDFS CREATE {path} (DataNode) answered {reply.status_code}")
+
+    def read(self, path: str) -> bytes:
+        redirect = self._call("GET", path, "OPEN", ok=(307,))
+        try:
+            reply = self._session.get(redirect.headers["Location"], timeout=self._timeout)
+        except requests.RequestException as exc:
+            raise ClusterError(f"WebHDFS OPEN {path} (DataNode): {exc}") from exc
+        if reply.status_code != 200:
+            raise ClusterError(f"WebHDFS OPEN {path} (DataNode) answered {reply.status_code}")
+        return reply.content
+
+    def delete(self, path: str, recursive: bool = False) -> bool:
+        reply = self._call("DELETE", path, "DELETE", ok=(200,), recursive=str(recursive).lower())
+        return bool(reply.json()["boolean"])

@@ -1,0 +1,45 @@
+"""Fixtures for tests against the running lab (make lab-site, or the Molecule `lab` scenario)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.webhdfs import WebHdfs
+
+T = TypeVar("T")
+
+LAB_MASTER = os.environ.get("TARN_LAB_MASTER", "master")
+LAB_USER = "tarn"
+
+
+def wait_for(probe: Callable[[], T | None], timeout: float, what: str, every: float = 1.0) -> T:
+    """Call probe until it returns something truthy; fail the test naming `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(every)
+
+
+@pytest.fixture(scope="session")
+def rm() -> ResourceManager:
+    return ResourceManager([f"http://{LAB_MASTER}:8088"], user=LAB_USER)
+
+
+@pytest.fixture(scope="session")
+def hdfs() -> WebHdfs:
+    return WebHdfs(f"http://{LAB_MASTER}:9870", user=LAB_USER)
+
+
+@pytest.fixture(scope="session")
+def zk_hosts() -> str:
+    return f"{LAB_MASTER}:2181"
