@@ -9,18 +9,13 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.clients.webhdfs import WebHdfs
 
 from .conftest import wait_for
 
 WORKERS = {"worker1", "worker2"}
 GPUS_PER_WORKER = 2  # inventories/lab: yarn_nodemanager_virtual_gpus
-
-
-def gpus(node: dict[str, Any], which: str = "totalResource") -> int:
-    resources = node[which]["resourceInformations"]["resourceInformation"]
-    return next(int(r["value"]) for r in resources if r["name"] == "yarn.io/gpu")
 
 
 def test_two_nodemanagers_run_and_offer_gpus(rm: ResourceManager) -> None:
@@ -30,7 +25,7 @@ def test_two_nodemanagers_run_and_offer_gpus(rm: ResourceManager) -> None:
         what="2 RUNNING NodeManagers",
     )
     assert {n["nodeHostName"] for n in nodes} == WORKERS
-    assert [gpus(n) for n in nodes] == [GPUS_PER_WORKER] * 2
+    assert [node_gpus(n) for n in nodes] == [GPUS_PER_WORKER] * 2
 
 
 def test_resourcemanager_is_active(rm: ResourceManager) -> None:
@@ -109,7 +104,7 @@ def test_service_spreads_by_anti_affinity_and_flexes(rm: ResourceManager, servic
         every=2,
     )
     assert hosts == sorted(WORKERS), "anti-affinity puts one container on each worker"
-    assert {n["nodeHostName"]: gpus(n, "usedResource") for n in rm.nodes()} == dict.fromkeys(WORKERS, 1)
+    assert {n["nodeHostName"]: node_gpus(n, "usedResource") for n in rm.nodes()} == dict.fromkeys(WORKERS, 1)
 
     rm.flex(service_name, "sleep", 3)
     service = wait_for(

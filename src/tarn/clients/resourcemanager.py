@@ -94,6 +94,12 @@ class ResourceManager:
         raise ClusterError(f"DELETE service {name} answered {reply.status_code}: {_diagnostics(reply)}")
 
 
+def node_gpus(node: JSON, which: str = "totalResource") -> int:
+    """yarn.io/gpu of a node from /ws/v1/cluster/nodes: its capacity, or `usedResource`."""
+    resources = node[which]["resourceInformations"]["resourceInformation"]
+    return sum(int(r["value"]) for r in resources if r["name"] == "yarn.io/gpu")
+
+
 def _is_standby(reply: requests.Response) -> bool:
     # A standby RM redirects REST calls to the active one, or says so in the body.
     return reply.status_code in (307, 503) or "standby" in reply.headers.get("Refresh", "").lower()

@@ -1,0 +1,98 @@
+"""The RM client: failover between RM URLs and reading GPU counts, against loopback servers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tarn.clients.resourcemanager import ResourceManager, node_gpus
+from tarn.errors import ClusterError
+
+INFO = {"clusterInfo": {"haState": "ACTIVE", "state": "STARTED"}}
+
+
+def serve(status: int, body: dict[str, object], headers: dict[str, str] | None = None) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            payload = json.dumps(body).encode()
+            self.send_response(status)
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def url(server: ThreadingHTTPServer) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def closed_port() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def active() -> Iterator[ThreadingHTTPServer]:
+    server = serve(200, INFO)
+    yield server
+    server.shutdown()
+
+
+@pytest.fixture
+def standby() -> Iterator[ThreadingHTTPServer]:
+    server = serve(307, {}, {"Location": "http://elsewhere:8088/"})
+    yield server
+    server.shutdown()
+
+
+def test_fails_over_from_a_dead_rm_and_remembers_the_active_one(active: ThreadingHTTPServer) -> None:
+    rm = ResourceManager([closed_port(), url(active)], user="tarn", timeout=2)
+    assert rm.cluster_info()["haState"] == "ACTIVE"
+    assert rm._urls[0] == url(active)
+
+
+def test_skips_a_standby_rm(standby: ThreadingHTTPServer, active: ThreadingHTTPServer) -> None:
+    rm = ResourceManager([url(standby), url(active)], user="tarn", timeout=2)
+    assert rm.cluster_info()["state"] == "STARTED"
+
+
+def test_no_active_rm_is_a_cluster_error_naming_each_url(standby: ThreadingHTTPServer) -> None:
+    dead = closed_port()
+    rm = ResourceManager([dead, url(standby)], user="tarn", timeout=2)
+    with pytest.raises(ClusterError, match="no active ResourceManager") as raised:
+        rm.cluster_info()
+    assert dead in str(raised.value) and "standby" in str(raised.value)
+
+
+def test_needs_at_least_one_url() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        ResourceManager([], user="tarn")
+
+
+def resources(gpu: int | None) -> dict[str, object]:
+    infos = [{"name": "memory-mb", "value": 4096}, {"name": "vcores", "value": 4}]
+    if gpu is not None:
+        infos.append({"name": "yarn.io/gpu", "value": gpu})
+    return {"resourceInformations": {"resourceInformation": infos}}
+
+
+@pytest.mark.parametrize(("capacity", "used", "expected_total", "expected_used"), [(2, 1, 2, 1), (None, None, 0, 0)])
+def test_node_gpus(capacity: int | None, used: int | None, expected_total: int, expected_used: int) -> None:
+    node = {"totalResource": resources(capacity), "usedResource": resources(used)}
+    assert node_gpus(node) == expected_total
+    assert node_gpus(node, "usedResource") == expected_used
