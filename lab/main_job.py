@@ -27,7 +27,7 @@ def main() -> int:
         print(f"ResourceManager {info['resourceManagerVersion']} is {info['haState']}")
         for node in rm.nodes():
             print(f"  NodeManager {node['nodeHostName']}: {node['state']}, yarn.io/gpu={node_gpus(node)}")
-        probe = f"/tmp/tarn-main-job-{uuid.uuid4().hex}"
+        probe = f"/tmp/tarn-main-job-{uuid.uuid4().hex}"  # noqa: S108 - a path on HDFS
         hdfs.write(probe, b"tarn")
         if hdfs.read(probe) != b"tarn":
             raise TarnError(f"{probe} read back different bytes")

@@ -41,7 +41,8 @@ def test_file_round_trips_through_webhdfs(hdfs: WebHdfs) -> None:
     try:
         assert hdfs.read(path) == payload
         status = hdfs.status(path)
-        assert status is not None and status["length"] == len(payload)
+        assert status is not None
+        assert status["length"] == len(payload)
         assert status["owner"] == "tarn"
     finally:
         assert hdfs.delete(path)
@@ -88,6 +89,10 @@ def ready_hosts(rm: ResourceManager, name: str) -> list[str]:
     return sorted(c["hostname"] for c in containers(rm.service(name)) if c["state"] == "READY")
 
 
+def ended(app: dict[str, Any]) -> dict[str, Any] | None:
+    return app if app["state"] in ("FINISHED", "KILLED", "FAILED") else None
+
+
 @pytest.fixture
 def service_name(rm: ResourceManager) -> Any:
     name = f"e2e-sleep-{uuid.uuid4().hex[:8]}"
@@ -124,10 +129,6 @@ def test_service_spreads_by_anti_affinity_and_flexes(rm: ResourceManager, servic
 
     assert rm.destroy(service_name)
     wait_for(lambda: rm.service(service_name) is None, timeout=60, what="the service to be gone")
-    final = wait_for(
-        lambda: (a := rm.app(app_id)) and a["state"] in ("FINISHED", "KILLED", "FAILED") and a,
-        timeout=60,
-        what="the service's application to end",
-    )
+    final = wait_for(lambda: ended(rm.app(app_id)), timeout=60, what="the service's application to end")
     assert final["state"] == "FINISHED"
     assert final["runningContainers"] in (0, -1)

@@ -55,7 +55,14 @@ def run_site(tmp_path: Path, groups: dict[str, list[str]], extra: dict[str, Any]
     archive.write_bytes(b"")  # a file exists, so only the input under test is wrong
     env["TARN_HADOOP_ARCHIVE"] = str(archive)
     proc = subprocess.run(
-        ["ansible-playbook", "-i", str(inv_dir), str(ROOT / "playbooks" / "site.yml"), "-e", json.dumps(extra)],
+        [
+            "ansible-playbook",
+            "-i",
+            str(inv_dir),
+            str(ROOT / "playbooks" / "site.yml"),
+            "-e",
+            json.dumps(extra),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -71,8 +78,18 @@ def without(group: str) -> dict[str, list[str]]:
 
 CASES = [
     ("missing archive", LAB_GROUPS, {"hadoop_archive": "/nonexistent/hadoop-3.4.2.tar.gz"}, "hadoop_archive"),
-    ("negative GPU count", LAB_GROUPS, {"yarn_nodemanager_virtual_gpus": -1}, "yarn_nodemanager_virtual_gpus"),
-    ("GPU count not a number", LAB_GROUPS, {"yarn_nodemanager_virtual_gpus": "two"}, "yarn_nodemanager_virtual_gpus"),
+    (
+        "negative GPU count",
+        LAB_GROUPS,
+        {"yarn_nodemanager_virtual_gpus": -1},
+        "yarn_nodemanager_virtual_gpus",
+    ),
+    (
+        "GPU count not a number",
+        LAB_GROUPS,
+        {"yarn_nodemanager_virtual_gpus": "two"},
+        "yarn_nodemanager_virtual_gpus",
+    ),
     ("no ResourceManager group", without("yarn_resourcemanager"), {}, "hadoop_resourcemanager_host"),
     ("no NameNode group", without("hdfs_namenode"), {}, "hadoop_namenode_host"),
     ("no ZooKeeper group", without("zookeeper"), {}, "hadoop_zookeeper_quorum"),
@@ -80,7 +97,12 @@ CASES = [
     ("unknown runtime", LAB_GROUPS, {"yarn_nodemanager_runtime": "podman"}, "yarn_nodemanager_runtime"),
     ("negative heap", LAB_GROUPS, {"hadoop_heap_mb": -5}, "hadoop_heap_mb"),
     ("zero NodeManager memory", LAB_GROUPS, {"yarn_nodemanager_memory_mb": 0}, "yarn_nodemanager_memory_mb"),
-    ("AM share above 1", LAB_GROUPS, {"yarn_resourcemanager_max_am_percent": 3}, "yarn_resourcemanager_max_am_percent"),
+    (
+        "AM share above 1",
+        LAB_GROUPS,
+        {"yarn_resourcemanager_max_am_percent": 3},
+        "yarn_resourcemanager_max_am_percent",
+    ),
     ("bad ZooKeeper port", LAB_GROUPS, {"zookeeper_client_port": 70000}, "zookeeper_client_port"),
 ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -16,9 +16,11 @@ from tarn.errors import ClusterError
 INFO = {"clusterInfo": {"haState": "ACTIVE", "state": "STARTED"}}
 
 
-def serve(status: int, body: dict[str, object], headers: dict[str, str] | None = None) -> ThreadingHTTPServer:
+def serve(
+    status: int, body: Mapping[str, object], headers: dict[str, str] | None = None
+) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             payload = json.dumps(body).encode()
             self.send_response(status)
             for key, value in (headers or {}).items():
@@ -76,7 +78,8 @@ def test_no_active_rm_is_a_cluster_error_naming_each_url(standby: ThreadingHTTPS
     rm = ResourceManager([dead, url(standby)], user="tarn", timeout=2)
     with pytest.raises(ClusterError, match="no active ResourceManager") as raised:
         rm.cluster_info()
-    assert dead in str(raised.value) and "standby" in str(raised.value)
+    assert dead in str(raised.value)
+    assert "standby" in str(raised.value)
 
 
 def test_needs_at_least_one_url() -> None:
@@ -91,7 +94,9 @@ def resources(gpu: int | None) -> dict[str, object]:
     return {"resourceInformations": {"resourceInformation": infos}}
 
 
-@pytest.mark.parametrize(("capacity", "used", "expected_total", "expected_used"), [(2, 1, 2, 1), (None, None, 0, 0)])
+@pytest.mark.parametrize(
+    ("capacity", "used", "expected_total", "expected_used"), [(2, 1, 2, 1), (None, None, 0, 0)]
+)
 def test_node_gpus(capacity: int | None, used: int | None, expected_total: int, expected_used: int) -> None:
     node = {"totalResource": resources(capacity), "usedResource": resources(used)}
     assert node_gpus(node) == expected_total

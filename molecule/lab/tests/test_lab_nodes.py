@@ -21,7 +21,8 @@ def test_namenode_runs_as_hdfs_on_its_ports(host):
     assert host.process.get(comm="java", user="hdfs")
     assert host.socket("tcp://0.0.0.0:9870").is_listening or host.socket("tcp://:::9870").is_listening
     name_dir = host.file("/var/lib/hadoop/hdfs/name")
-    assert name_dir.user == "hdfs" and name_dir.mode == 0o700
+    assert name_dir.user == "hdfs"
+    assert name_dir.mode == 0o700
 
 
 @pytest.mark.parametrize("host", in_group("yarn_resourcemanager"), indirect=True)

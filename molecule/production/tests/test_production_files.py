@@ -45,7 +45,9 @@ def test_nodemanager_schedules_real_gpus_with_the_nvidia_plugin(host):
     site = properties(host, f"{NM_CONF}/yarn-site.xml")
     assert site["yarn.nodemanager.resource-plugins"] == "yarn.io/gpu"
     assert site["yarn.nodemanager.resource-plugins.gpu.docker-plugin"] == "nvidia-docker-v2"
-    assert site["yarn.nodemanager.resource-plugins.gpu.path-to-discovery-executables"] == "/usr/bin/nvidia-smi"
+    assert (
+        site["yarn.nodemanager.resource-plugins.gpu.path-to-discovery-executables"] == "/usr/bin/nvidia-smi"
+    )
     assert site["yarn.nodemanager.resource.memory-mb"] == "245760"
     assert not host.file("/usr/local/lib/tarn-virtual-gpu/nvidia-smi").exists
     assert properties(host, f"{NM_CONF}/resource-types.xml") == {"yarn.resource-types": "yarn.io/gpu"}
@@ -53,7 +55,8 @@ def test_nodemanager_schedules_real_gpus_with_the_nvidia_plugin(host):
 
 def test_container_executor_cfg_is_root_only_with_docker_and_gpu_sections(host):
     cfg = host.file(CE_CFG)
-    assert cfg.user == "root" and cfg.group == "root"
+    assert cfg.user == "root"
+    assert cfg.group == "root"
     assert cfg.mode == 0o400
     sections = ini_sections(cfg.content_string)
     assert sections[""]["yarn.nodemanager.linux-container-executor.group"] == "hadoop"
