@@ -7,7 +7,7 @@ SHELL := /bin/bash
 HADOOP_VERSION := $(shell sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' lab/hadoop-dist/pom.xml)
 VENV    := $(CURDIR)/.venv
 BUILD   := $(CURDIR)/build
-APT_PACKAGES := podman runc debootstrap netavark aardvark-dns fuse-overlayfs rsync
+APT_PACKAGES := podman runc debootstrap netavark aardvark-dns fuse-overlayfs rsync shellcheck git
 
 export PATH := $(VENV)/bin:$(PATH)
 export CONTAINERS_CONF := $(CURDIR)/lab/containers.conf
@@ -72,10 +72,19 @@ lint: deps
 	ansible-lint
 	$(MAKE) sanity
 
-sanity: deps
+# ansible-test fetches get-pip from a host outside the reachable registries; it uses a cached
+# copy first, so give it one that bootstraps pip with ensurepip (pip itself comes from PyPI).
+ANSIBLE_TEST_GET_PIP := $(HOME)/.ansible/test/cache/get_pip_24_2.py
+$(ANSIBLE_TEST_GET_PIP): tests/sanity/get_pip_standin.py
+	install -D -m 0644 $< $@
+
+# The copy is a git repository of its own: inside this checkout, build/ is git-ignored and
+# ansible-test would find nothing to test.
+sanity: deps $(ANSIBLE_TEST_GET_PIP)
 	rm -rf $(BUILD)/sanity && mkdir -p $(BUILD)/sanity/ansible_collections/tarn
-	rsync -a --exclude .venv --exclude build --exclude .git ./ $(BUILD)/sanity/ansible_collections/tarn/yarn/
-	cd $(BUILD)/sanity/ansible_collections/tarn/yarn && ansible-test sanity --python 3.11 --color no
+	rsync -a --exclude .venv --exclude build --exclude .git --exclude .ansible ./ $(BUILD)/sanity/ansible_collections/tarn/yarn/
+	cd $(BUILD)/sanity/ansible_collections/tarn/yarn && git init -q && git add -A && \
+		ansible-test sanity --python 3.11 --color no
 
 unit: deps
 	pytest tests/unit

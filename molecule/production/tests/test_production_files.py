@@ -25,7 +25,7 @@ def ini_sections(text: str) -> dict[str, dict[str, str]]:
             current = line[1:-1]
             sections[current] = {}
         else:
-            key, _, value = line.partition("=")
+            key, _sep, value = line.partition("=")
             sections[current][key] = value
     return sections
 
