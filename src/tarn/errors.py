@@ -7,3 +7,7 @@ class TarnError(Exception):
 
 class ClusterError(TarnError):
     """A cluster service (RM, WebHDFS, ZooKeeper) refused a request or could not be reached."""
+
+
+class ConfigError(TarnError):
+    """Invalid options, found before anything is submitted: one line naming the flag and the fix."""

@@ -3,68 +3,70 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-import pytest
+import testinfra
 import testinfra.utils.ansible_runner
 
-hosts = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"])
+# The scenario's inventory directory holds the lab's hosts.yml and group_vars (linked).
+INVENTORY = str(Path(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"]) / "inventory")
+RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
 
 
-def in_group(group: str) -> list[str]:
-    return hosts.get_hosts(group)
+def hosts_in(group: str) -> list[testinfra.host.Host]:
+    names = RUNNER.get_hosts(group)
+    assert names, f"inventory group {group!r} is empty: the test would check nothing"
+    return [testinfra.get_host(f"ansible://{name}?ansible_inventory={INVENTORY}") for name in names]
 
 
-@pytest.mark.parametrize("host", in_group("hdfs_namenode"), indirect=True)
-def test_namenode_runs_as_hdfs_on_its_ports(host):
-    assert host.service("hadoop-hdfs-namenode").is_running
-    assert host.service("hadoop-hdfs-namenode").is_enabled
-    assert host.process.get(comm="java", user="hdfs")
-    assert host.socket("tcp://0.0.0.0:9870").is_listening or host.socket("tcp://:::9870").is_listening
-    name_dir = host.file("/var/lib/hadoop/hdfs/name")
-    assert name_dir.user == "hdfs"
-    assert name_dir.mode == 0o700
+def test_namenode_runs_as_hdfs_with_a_private_name_dir():
+    for host in hosts_in("hdfs_namenode"):
+        service = host.service("hadoop-hdfs-namenode")
+        assert service.is_running
+        assert service.is_enabled
+        assert host.process.filter(user="hdfs", comm="java")
+        name_dir = host.file("/var/lib/hadoop/hdfs/name")
+        assert name_dir.user == "hdfs"
+        assert name_dir.mode == 0o700
 
 
-@pytest.mark.parametrize("host", in_group("yarn_resourcemanager"), indirect=True)
-def test_resourcemanager_serves_the_services_api(host):
-    assert host.service("hadoop-yarn-resourcemanager").is_running
-    site = host.file("/etc/hadoop/conf.resourcemanager/yarn-site.xml").content_string
-    assert "yarn.webapp.api-service.enable" in site
-    assert "placement-constraints.handler" in site
+def test_resourcemanager_serves_the_services_api():
+    for host in hosts_in("yarn_resourcemanager"):
+        assert host.service("hadoop-yarn-resourcemanager").is_running
+        site = host.file("/etc/hadoop/conf.resourcemanager/yarn-site.xml").content_string
+        assert "<name>yarn.webapp.api-service.enable</name>" in site
+        assert "<name>yarn.resourcemanager.placement-constraints.handler</name>" in site
 
 
-@pytest.mark.parametrize("host", in_group("zookeeper"), indirect=True)
-def test_zookeeper_runs(host):
-    assert host.service("zookeeper").is_running
-    assert host.file("/var/lib/zookeeper/myid").content_string.strip() == "1"
+def test_zookeeper_runs_with_its_id():
+    for index, host in enumerate(hosts_in("zookeeper"), start=1):
+        assert host.service("zookeeper").is_running
+        assert host.file("/var/lib/zookeeper/myid").content_string.strip() == str(index)
 
 
-@pytest.mark.parametrize("host", in_group("yarn_nodemanager"), indirect=True)
-def test_nodemanager_and_datanode_run(host):
-    assert host.service("hadoop-yarn-nodemanager").is_running
-    assert host.service("hadoop-hdfs-datanode").is_running
-    unit = host.file("/etc/systemd/system/hadoop-yarn-nodemanager.service").content_string
-    assert "KillMode=process" in unit  # containers outlive a NodeManager restart
+def test_workers_run_a_nodemanager_and_a_datanode():
+    for host in hosts_in("yarn_nodemanager"):
+        assert host.service("hadoop-yarn-nodemanager").is_running
+        assert host.service("hadoop-hdfs-datanode").is_running
+        unit = host.file("/etc/systemd/system/hadoop-yarn-nodemanager.service").content_string
+        assert "KillMode=process" in unit  # containers outlive a NodeManager restart
 
 
-@pytest.mark.parametrize("host", in_group("yarn_nodemanager"), indirect=True)
-def test_virtual_gpus_are_reported_as_nvidia_smi_xml(host):
-    out = host.check_output("/usr/local/lib/tarn-virtual-gpu/nvidia-smi -q -x")
-    assert out.count("<gpu id=") == 2
-    assert "<minor_number>1</minor_number>" in out
+def test_virtual_gpus_are_reported_as_nvidia_smi_xml():
+    for host in hosts_in("yarn_nodemanager"):
+        out = host.check_output("/usr/local/lib/tarn-virtual-gpu/nvidia-smi -q -x")
+        assert out.count("<gpu id=") == 2
+        assert "<minor_number>1</minor_number>" in out
 
 
-@pytest.mark.parametrize("host", in_group("hadoop"), indirect=True)
-def test_each_daemon_has_its_own_configuration(host):
+def test_each_daemon_has_its_own_configuration_directory():
     daemons = {
         "hdfs_namenode": "namenode",
         "hdfs_datanode": "datanode",
         "yarn_resourcemanager": "resourcemanager",
         "yarn_nodemanager": "nodemanager",
     }
-    mine = [d for g, d in daemons.items() if host.backend.get_hostname() in in_group(g)]
-    assert mine
-    for daemon in mine:
-        conf = host.file(f"/etc/hadoop/conf.{daemon}")
-        assert conf.is_directory
-        assert host.file(f"/etc/hadoop/conf.{daemon}/core-site.xml").contains("fs.defaultFS")
+    for group, daemon in daemons.items():
+        for host in hosts_in(group):
+            assert host.file(f"/etc/hadoop/conf.{daemon}/core-site.xml").contains("fs.defaultFS")
+            assert host.file(f"/etc/hadoop/conf.{daemon}/log4j.properties").exists

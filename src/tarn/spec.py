@@ -1,0 +1,303 @@
+"""The YARN service spec (Hadoop 3.1+ Services API, ``POST /app/v1/services``) of one TARN service.
+
+:func:`build_service_spec` is a pure function of a :class:`~tarn.config.TarnConfig` and the HDFS
+paths of the files TARN ships (:class:`Artifacts`). It validates the config first, so a spec is
+never built from unchecked input. Two components (design.md §1):
+
+``controller``
+    1 container, restart ALWAYS, runs ``<python> tarn.pyz controller <the config's flags>``; the
+    flags are :func:`~tarn.config.config_to_argv` of the config, less ``--env`` and the token.
+    Readiness: HTTP ``/health`` on ``--am-port`` (it must answer without a token).
+``triton``
+    ``--min-instances`` containers, restart ALWAYS, runs ``<python> tarn-launcher.py`` with the
+    model repository, ports, bind address, ``--tp``/``--pp`` and ``--secrets``. Resource
+    ``yarn.io/gpu`` = tp x pp (``--gpus-per-instance`` overrides: 0 requests no GPU at all, for
+    CPU-only clusters; a larger number reserves more of a node). Readiness: HTTP
+    ``/v2/health/ready`` on ``--port``.
+
+Files are localized from HDFS as ``STATIC`` config files; YARN links each into the container's
+working directory under its ``dest_file`` name, which the launch commands then use.
+
+Placement. The YARN service AM tags every container with its *component name* (nothing else);
+target tags name components. An ANTI_AFFINITY constraint on ``--placement-tag`` ("nvidia") would
+target no container at all and silently allow several instances per node, so the constraint
+targets the ``triton`` component itself and carries the placement tag as its ``name`` (shown in
+the RM's service JSON). ``--no-anti-affinity`` drops the constraint; instance *i* (its YARN
+``${COMPONENT_ID}``) then listens on ``port + i x --port-stride``, which the launcher computes.
+With a stride the readiness check is ``DEFAULT`` (the AM only substitutes ``${THIS_HOST}``, not a
+per-instance port); the controller checks ``/v2/health/ready`` itself before it registers an
+instance anywhere.
+
+Docker runtime: ``artifact {type DOCKER}`` plus the ``YARN_CONTAINER_RUNTIME_*`` variables
+(Hadoop's DockerContainers.md): runtime type, image, network, mounts (the explicit
+``--docker-mounts`` plus read-only mounts of a local ``--model-repository`` or ``--secrets`` not
+already covered; they must be in the NodeManagers' allowed mounts), privileged (Triton only),
+delayed removal, port mapping (bridge networks). Process runtime: no artifact and no such
+variables; the NodeManager runs the command on the host.
+
+Secrets never appear in the spec, so never in the RM's REST output either:
+
+* the API token: ``tarn submit`` writes it to an HDFS file readable only by the service user
+  (mode 0600 in that user's home, e.g. ``/user/<user>/.tarn/<service>/token``) and names it in
+  ``Artifacts.token_file``. The spec carries that *path*; YARN localizes the file into the
+  controller's private container directory (application-visibility, owned by the service user,
+  deleted with the application) and the controller reads it with ``--token-file tarn-token``.
+  The value is not in the launch command, the container environment or the RM's service JSON.
+* JCEKS secrets (``--secrets``): an ``hdfs://`` file is localized the same way as
+  ``tarn-secrets.jceks`` in each Triton container and the launcher reads it (``--secrets
+  tarn-secrets.jceks``); a local path is passed as is. The launcher turns the aliases into the
+  environment of the tritonserver process it execs, never into the YARN container environment.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tarn import __version__
+from tarn.config import SHELL_METACHARACTERS, TarnConfig, config_to_argv, validate
+from tarn.errors import ConfigError
+
+JSON = dict[str, Any]
+
+CONTROLLER = "controller"
+TRITON = "triton"
+PAYLOAD_FILE = "tarn.pyz"
+LAUNCHER_FILE = "tarn-launcher.py"
+TOKEN_FILE = "tarn-token"  # noqa: S105 - the name of a localized file, not a token
+SECRETS_FILE = "tarn-secrets.jceks"
+INSTANCE_ID = "${COMPONENT_ID}"  # substituted per container by the YARN service AM
+TRITON_READY_PATH = "/v2/health/ready"
+CONTROLLER_HEALTH_PATH = "/health"
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """HDFS paths of the files a TARN service localizes (uploaded by ``tarn submit``).
+
+    payload: the TARN zipapp that runs ``controller``; launcher: the standard-library-only Triton
+    launcher script; token_file: the API token, in a file only the service user can read (needed
+    exactly when the config has a token).
+    """
+
+    payload: str
+    launcher: str
+    token_file: str | None = None
+
+
+def build_service_spec(config: TarnConfig, artifacts: Artifacts) -> JSON:
+    """The YARN Services API JSON for ``config``; ConfigError if the config or the artifacts are invalid."""
+    validate(config)
+    _check_artifacts(config, artifacts)
+    spec: JSON = {
+        "name": config.service_name,
+        "version": __version__,
+        "description": f"TARN {__version__}: Triton Inference Server on YARN ({config.runtime} runtime)",
+        "queue": config.queue,
+        "components": [_controller(config, artifacts), _triton(config, artifacts)],
+    }
+    if config.lifetime is not None:
+        spec["lifetime"] = config.lifetime
+    return spec
+
+
+# ---- the two components
+
+
+def _controller(config: TarnConfig, artifacts: Artifacts) -> JSON:
+    files = [_static(artifacts.payload, PAYLOAD_FILE)]
+    if artifacts.token_file is not None:
+        files.append(_static(artifacts.token_file, TOKEN_FILE))
+    am_mapping = () if config.docker_network == "host" else (f"{config.am_port}:{config.am_port}",)
+    return _component(
+        config,
+        name=CONTROLLER,
+        count=1,
+        command=_controller_command(config, artifacts),
+        resource={"cpus": config.controller_vcores, "memory": str(config.controller_memory_mb)},
+        readiness=_http_readiness(config.am_port, CONTROLLER_HEALTH_PATH),
+        env=_docker_env(config, privileged=False, ports=am_mapping, reads=(config.model_repository,)),
+        files=files,
+    )
+
+
+def _triton(config: TarnConfig, artifacts: Artifacts) -> JSON:
+    files = [_static(artifacts.launcher, LAUNCHER_FILE)]
+    if config.secrets is not None and config.secrets.startswith("hdfs://"):
+        files.append(_static(config.secrets, SECRETS_FILE))
+    component = _component(
+        config,
+        name=TRITON,
+        count=config.min_instances,
+        command=_triton_command(config),
+        resource=_triton_resource(config),
+        readiness=_triton_readiness(config),
+        env={**_triton_docker_env(config), **config.env_vars},
+        files=files,
+    )
+    if config.anti_affinity:
+        component["placement_policy"] = _anti_affinity(config.placement_tag)
+    return component
+
+
+def _component(
+    config: TarnConfig,
+    *,
+    name: str,
+    count: int,
+    command: str,
+    resource: JSON,
+    readiness: JSON,
+    env: dict[str, str],
+    files: list[JSON],
+) -> JSON:
+    component: JSON = {"name": name, "number_of_containers": count}
+    if config.runtime == "docker":
+        component["artifact"] = {"id": config.image, "type": "DOCKER"}
+    component.update(
+        {
+            "launch_command": command,
+            "resource": resource,
+            "restart_policy": "ALWAYS",
+            "readiness_check": readiness,
+            "configuration": {"env": env, "files": files},
+        }
+    )
+    return component
+
+
+# ---- launch commands
+
+
+def _controller_command(config: TarnConfig, artifacts: Artifacts) -> str:
+    flags = config_to_argv(replace(config, token=None, token_file=None), with_env=False)
+    if artifacts.token_file is not None:
+        flags += ["--token-file", TOKEN_FILE]
+    return shlex.join([config.python, PAYLOAD_FILE, CONTROLLER, *flags])
+
+
+def _triton_command(config: TarnConfig) -> str:
+    args = [
+        config.python,
+        LAUNCHER_FILE,
+        "--model-repository",
+        config.model_repository,
+        "--port",
+        str(config.port),
+        "--grpc-port",
+        str(config.grpc_port),
+        "--metrics-port",
+        str(config.metrics_port),
+        "--address",
+        config.address,
+        "--tp",
+        str(config.tp),
+        "--pp",
+        str(config.pp),
+    ]
+    if config.secrets is not None:
+        args += ["--secrets", SECRETS_FILE if config.secrets.startswith("hdfs://") else config.secrets]
+    command = shlex.join(args)
+    if config.port_stride:
+        command += f" --port-stride {config.port_stride} --instance-id {INSTANCE_ID}"
+    return command
+
+
+# ---- pieces
+
+
+def _triton_resource(config: TarnConfig) -> JSON:
+    resource: JSON = {"cpus": config.vcores, "memory": str(config.memory_mb)}
+    if config.gpus > 0:
+        resource["additional"] = {"yarn.io/gpu": {"value": config.gpus, "unit": ""}}
+    return resource
+
+
+def _triton_readiness(config: TarnConfig) -> JSON:
+    if config.port_stride:
+        return {"type": "DEFAULT"}
+    return _http_readiness(config.port, TRITON_READY_PATH)
+
+
+def _http_readiness(port: int, path: str) -> JSON:
+    return {"type": "HTTP", "properties": {"url": f"http://${{THIS_HOST}}:{port}{path}"}}
+
+
+def _anti_affinity(placement_tag: str) -> JSON:
+    constraint = {"name": placement_tag, "type": "ANTI_AFFINITY", "scope": "NODE", "target_tags": [TRITON]}
+    return {"constraints": [constraint]}
+
+
+def _static(src: str, dest: str) -> JSON:
+    return {"type": "STATIC", "src_file": src, "dest_file": dest}
+
+
+def _triton_docker_env(config: TarnConfig) -> dict[str, str]:
+    reads = (config.model_repository, config.secrets)
+    return _docker_env(config, privileged=config.docker_privileged, ports=config.docker_ports, reads=reads)
+
+
+def _docker_env(
+    config: TarnConfig, *, privileged: bool, ports: tuple[str, ...], reads: tuple[str | None, ...]
+) -> dict[str, str]:
+    if config.runtime != "docker":
+        return {}
+    env = {
+        "YARN_CONTAINER_RUNTIME_TYPE": "docker",
+        "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE": config.image or "",
+        "YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK": config.docker_network,
+    }
+    mounts = _docker_mounts(config, reads)
+    optional = {
+        "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS": ",".join(mounts),
+        "YARN_CONTAINER_RUNTIME_DOCKER_RUN_PRIVILEGED_CONTAINER": "true" if privileged else "",
+        "YARN_CONTAINER_RUNTIME_DOCKER_DELAYED_REMOVAL": "true" if config.docker_delayed_removal else "",
+        "YARN_CONTAINER_RUNTIME_DOCKER_PORTS_MAPPING": ",".join(ports),
+    }
+    env.update({key: value for key, value in optional.items() if value})
+    return env
+
+
+def _docker_mounts(config: TarnConfig, reads: tuple[str | None, ...]) -> list[str]:
+    """The explicit mounts, then a read-only mount of each local path the component reads and none covers."""
+    mounts = list(config.docker_mounts)
+    for path in reads:
+        if path is None or not path.startswith("/"):
+            continue
+        covered = any(_within(path, mount.split(":")[1]) for mount in mounts)
+        if not covered:
+            mounts.append(f"{path}:{path}:ro")
+    return mounts
+
+
+def _within(path: str, directory: str) -> bool:
+    directory = directory.rstrip("/") or "/"
+    return path == directory or path.startswith(directory if directory == "/" else directory + "/")
+
+
+def _check_artifacts(config: TarnConfig, artifacts: Artifacts) -> None:
+    named = {"payload": artifacts.payload, "launcher": artifacts.launcher, "token_file": artifacts.token_file}
+    for name, path in named.items():
+        if path is None:
+            continue
+        if not path.startswith("hdfs://") or any(c in SHELL_METACHARACTERS or c.isspace() for c in path):
+            raise ConfigError(
+                f"artifacts.{name}: {path!r} is not a plain hdfs:// path; upload the file to HDFS"
+            )
+    if (config.token is not None or config.token_file is not None) and artifacts.token_file is None:
+        raise ConfigError(
+            "--token: the spec never carries the token; upload it to HDFS and set artifacts.token_file"
+        )
+
+
+__all__ = [
+    "CONTROLLER",
+    "LAUNCHER_FILE",
+    "PAYLOAD_FILE",
+    "SECRETS_FILE",
+    "TOKEN_FILE",
+    "TRITON",
+    "Artifacts",
+    "build_service_spec",
+]
