@@ -3,9 +3,10 @@
 ansible-test downloads get-pip from a host this machine cannot reach; it first looks for a
 cached copy, which `make sanity` puts in place from this file.
 """
+
 import subprocess
 import sys
 
-subprocess.check_call([sys.executable, '-m', 'ensurepip', '--upgrade'])
-args = [a for a in sys.argv[1:] if a not in ('--no-setuptools', '--no-wheel')]
-sys.exit(subprocess.call([sys.executable, '-m', 'pip', 'install', *args]))
+subprocess.check_call([sys.executable, "-m", "ensurepip", "--upgrade"])
+args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
+sys.exit(subprocess.call([sys.executable, "-m", "pip", "install", *args]))

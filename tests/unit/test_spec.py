@@ -42,8 +42,9 @@ def spec_of(*extra: str, artifacts: Artifacts = NO_TOKEN) -> dict[str, Any]:
 
 
 def component(spec: dict[str, Any], name: str) -> dict[str, Any]:
-    (found,) = [c for c in spec["components"] if c["name"] == name]
-    return found
+    found: list[dict[str, Any]] = [c for c in spec["components"] if c["name"] == name]
+    assert len(found) == 1
+    return found[0]
 
 
 # ---- the service
