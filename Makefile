@@ -66,8 +66,8 @@ lab-down:
 test: lint unit integration molecule-production molecule-lab
 
 lint: deps
-	ruff check src tests lab bench
-	ruff format --check src tests lab bench
+	ruff check src tests lab bench molecule examples
+	ruff format --check src tests lab bench molecule examples
 	mypy
 	ansible-lint
 	$(MAKE) sanity
