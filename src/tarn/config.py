@@ -671,7 +671,7 @@ def _check_zookeeper(c: TarnConfig) -> None:
     if c.zk_ensemble is not None:
         _require_safe("--zk-ensemble", c.zk_ensemble)
         for member in c.zk_ensemble.split(","):
-            host, _, port = member.partition(":")
+            host, _colon, port = member.partition(":")
             if not _HOST.fullmatch(host) or (port and not (port.isdigit() and 1 <= int(port) <= 65535)):
                 _fail(
                     "--zk-ensemble",
