@@ -9,7 +9,7 @@ never built from unchecked input. Two components (design.md §1):
     flags are :func:`~tarn.config.config_to_argv` of the config, less ``--env`` and the token.
     Readiness: HTTP ``/health`` on ``--am-port`` (it must answer without a token).
 ``triton``
-    ``--min-instances`` containers, restart ALWAYS, runs ``<python> tarn-launcher.py`` with the
+    ``--min-instances`` containers, restart ALWAYS, runs ``<python> tarn-launcher.pyz`` with the
     model repository, ports, bind address, ``--tp``/``--pp`` and ``--secrets``. Resource
     ``yarn.io/gpu`` = tp x pp (``--gpus-per-instance`` overrides: 0 requests no GPU at all, for
     CPU-only clusters; a larger number reserves more of a node). Readiness: HTTP
@@ -45,7 +45,10 @@ Secrets never appear in the spec, so never in the RM's REST output either:
   The value is not in the launch command, the container environment or the RM's service JSON.
 * JCEKS secrets (``--secrets``): an ``hdfs://`` file is localized the same way as
   ``tarn-secrets.jceks`` in each Triton container and the launcher reads it (``--secrets
-  tarn-secrets.jceks``); a local path is passed as is. The launcher turns the aliases into the
+  tarn-secrets.jceks``); a local path is passed as is. The store's password is Hadoop's default
+  ``none`` unless ``tarn submit`` ran with ``HADOOP_CREDSTORE_PASSWORD`` set (Hadoop's own
+  variable); then it travels like the token, in a private HDFS file localized as
+  ``tarn-secrets.password``. The launcher turns the aliases into the
   environment of the tritonserver process it execs, never into the YARN container environment.
 """
 
@@ -64,9 +67,10 @@ JSON = dict[str, Any]
 CONTROLLER = "controller"
 TRITON = "triton"
 PAYLOAD_FILE = "tarn.pyz"
-LAUNCHER_FILE = "tarn-launcher.py"
+LAUNCHER_FILE = "tarn-launcher.pyz"
 TOKEN_FILE = "tarn-token"  # noqa: S105 - the name of a localized file, not a token
 SECRETS_FILE = "tarn-secrets.jceks"
+SECRETS_PASSWORD_FILE = "tarn-secrets.password"  # noqa: S105 - the name of a localized file
 INSTANCE_ID = "${COMPONENT_ID}"  # substituted per container by the YARN service AM
 TRITON_READY_PATH = "/v2/health/ready"
 CONTROLLER_HEALTH_PATH = "/health"
@@ -78,12 +82,14 @@ class Artifacts:
 
     payload: the TARN zipapp that runs ``controller``; launcher: the standard-library-only Triton
     launcher script; token_file: the API token, in a file only the service user can read (needed
-    exactly when the config has a token).
+    exactly when the config has a token); secrets_password_file: the JCEKS store password, in a
+    file only the service user can read (when the store does not use Hadoop's default "none").
     """
 
     payload: str
     launcher: str
     token_file: str | None = None
+    secrets_password_file: str | None = None
 
 
 def build_service_spec(config: TarnConfig, artifacts: Artifacts) -> JSON:
@@ -126,11 +132,13 @@ def _triton(config: TarnConfig, artifacts: Artifacts) -> JSON:
     files = [_static(artifacts.launcher, LAUNCHER_FILE)]
     if config.secrets is not None and config.secrets.startswith("hdfs://"):
         files.append(_static(config.secrets, SECRETS_FILE))
+    if artifacts.secrets_password_file is not None:
+        files.append(_static(artifacts.secrets_password_file, SECRETS_PASSWORD_FILE))
     component = _component(
         config,
         name=TRITON,
         count=config.min_instances,
-        command=_triton_command(config),
+        command=_triton_command(config, artifacts),
         resource=_triton_resource(config),
         readiness=_triton_readiness(config),
         env={**_triton_docker_env(config), **config.env_vars},
@@ -177,7 +185,7 @@ def _controller_command(config: TarnConfig, artifacts: Artifacts) -> str:
     return shlex.join([config.python, PAYLOAD_FILE, CONTROLLER, *flags])
 
 
-def _triton_command(config: TarnConfig) -> str:
+def _triton_command(config: TarnConfig, artifacts: Artifacts) -> str:
     args = [
         config.python,
         LAUNCHER_FILE,
@@ -198,6 +206,8 @@ def _triton_command(config: TarnConfig) -> str:
     ]
     if config.secrets is not None:
         args += ["--secrets", SECRETS_FILE if config.secrets.startswith("hdfs://") else config.secrets]
+    if artifacts.secrets_password_file is not None:
+        args += ["--secrets-password-file", SECRETS_PASSWORD_FILE]
     command = shlex.join(args)
     if config.port_stride:
         command += f" --port-stride {config.port_stride} --instance-id {INSTANCE_ID}"
@@ -277,7 +287,12 @@ def _within(path: str, directory: str) -> bool:
 
 
 def _check_artifacts(config: TarnConfig, artifacts: Artifacts) -> None:
-    named = {"payload": artifacts.payload, "launcher": artifacts.launcher, "token_file": artifacts.token_file}
+    named = {
+        "payload": artifacts.payload,
+        "launcher": artifacts.launcher,
+        "token_file": artifacts.token_file,
+        "secrets_password_file": artifacts.secrets_password_file,
+    }
     for name, path in named.items():
         if path is None:
             continue
@@ -296,6 +311,7 @@ __all__ = [
     "LAUNCHER_FILE",
     "PAYLOAD_FILE",
     "SECRETS_FILE",
+    "SECRETS_PASSWORD_FILE",
     "TOKEN_FILE",
     "TRITON",
     "Artifacts",

@@ -84,6 +84,10 @@ class ResourceManager:
         body = {"number_of_containers": count}
         return self._json("PUT", f"/app/v1/services/{name}/components/{component}", body)
 
+    def set_state(self, name: str, state: str) -> JSON:
+        """STOPPED stops every container and keeps the service definition; STARTED starts it again."""
+        return self._json("PUT", f"/app/v1/services/{name}", {"state": state}, ok=(200, 202))
+
     def destroy(self, name: str) -> bool:
         """Stop and remove the service; False when there was none (the RM answers 400 then)."""
         reply = self._request("DELETE", f"/app/v1/services/{name}")

@@ -40,11 +40,13 @@ class WebHdfs:
         found: dict[str, Any] = reply.json()["FileStatus"]
         return found
 
-    def mkdirs(self, path: str) -> None:
-        self._call("PUT", path, "MKDIRS", ok=(200,))
+    def mkdirs(self, path: str, permission: str = "755") -> None:
+        self._call("PUT", path, "MKDIRS", ok=(200,), permission=permission)
 
-    def write(self, path: str, data: bytes, overwrite: bool = True) -> None:
-        redirect = self._call("PUT", path, "CREATE", ok=(307,), overwrite=str(overwrite).lower())
+    def write(self, path: str, data: bytes, overwrite: bool = True, permission: str = "644") -> None:
+        redirect = self._call(
+            "PUT", path, "CREATE", ok=(307,), overwrite=str(overwrite).lower(), permission=permission
+        )
         try:
             reply = self._session.put(redirect.headers["Location"], data=data, timeout=self._timeout)
         except requests.RequestException as exc:

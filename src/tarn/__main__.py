@@ -1,0 +1,5 @@
+"""`python -m tarn` is the `tarn` command."""
+
+from tarn.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,56 @@
+"""Cluster endpoints from a Hadoop client configuration directory ($HADOOP_CONF_DIR).
+
+`tarn` runs where `yarn jar` ran in the seeds: on a node with the cluster's client configuration.
+Without --rm-url / --webhdfs-url it reads the RM web addresses (all of them with RM HA) and the
+NameNode's HTTP address from yarn-site.xml and hdfs-site.xml, as Hadoop's own clients do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tarn.errors import ConfigError
+from tarn.launcher.hadoop_site import read_properties
+
+__all__ = ["read_properties", "rm_web_urls", "webhdfs_url"]
+
+Properties = Mapping[str, str]
+
+
+def rm_web_urls(yarn_site: Properties) -> list[str]:
+    """Every ResourceManager's web URL: one per rm-id with HA, else the single RM."""
+    scheme = "https" if yarn_site.get("yarn.http.policy") == "HTTPS_ONLY" else "http"
+    key = (
+        "yarn.resourcemanager.webapp.https.address"
+        if scheme == "https"
+        else "yarn.resourcemanager.webapp.address"
+    )
+    default_port = 8090 if scheme == "https" else 8088
+    if yarn_site.get("yarn.resourcemanager.ha.enabled") == "true":
+        ids = [i.strip() for i in yarn_site.get("yarn.resourcemanager.ha.rm-ids", "").split(",") if i.strip()]
+        return [_rm_address(yarn_site, key, default_port, f".{rm_id}", scheme) for rm_id in ids]
+    return [_rm_address(yarn_site, key, default_port, "", scheme)]
+
+
+def _rm_address(site: Properties, key: str, port: int, suffix: str, scheme: str) -> str:
+    address = site.get(key + suffix)
+    if not address:
+        host = site.get("yarn.resourcemanager.hostname" + suffix)
+        if not host:
+            raise ConfigError(f"--rm-url: no {key + suffix} in yarn-site.xml; pass --rm-url http://RM:8088")
+        address = f"{host}:{port}"
+    return f"{scheme}://{address}"
+
+
+def webhdfs_url(hdfs_site: Properties, core_site: Properties) -> str:
+    """The NameNode's HTTP address (non-HA; with HA pass --webhdfs-url)."""
+    address = hdfs_site.get("dfs.namenode.http-address")
+    if not address:
+        default_fs = core_site.get("fs.defaultFS", "")
+        host = default_fs.removeprefix("hdfs://").split(":")[0].split("/")[0]
+        if not host:
+            raise ConfigError(
+                "--webhdfs-url: no dfs.namenode.http-address in hdfs-site.xml; pass --webhdfs-url"
+            )
+        address = f"{host}:9870"
+    return f"http://{address}"

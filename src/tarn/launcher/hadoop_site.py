@@ -1,0 +1,18 @@
+"""Read Hadoop *-site.xml properties (standard library only: the launcher uses it too)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """name → value of a Hadoop *-site.xml; an absent file has no properties."""
+    if not path.is_file():
+        return {}
+    root = ET.parse(path).getroot()  # noqa: S314 - the cluster's own configuration files
+    return {
+        name: prop.findtext("value") or ""
+        for prop in root.iter("property")
+        if (name := prop.findtext("name"))
+    }

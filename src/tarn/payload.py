@@ -1,0 +1,61 @@
+"""The two files `tarn submit` ships to HDFS, built from the installed packages as zipapps.
+
+* ``tarn-launcher.pyz``: the ``tarn.launcher`` package alone. It runs in a stock Triton image,
+  so it may import only the Python standard library (checked by a unit test).
+* ``tarn.pyz``: the whole ``tarn`` package plus the pure-Python libraries the controller uses,
+  copied from this environment, so the controller needs nothing installed on the node.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+
+# Pure-Python distributions the controller imports (compiled modules cannot load from a zip;
+# charset_normalizer ships .py twins of its compiled parts).
+CONTROLLER_LIBRARIES = ("requests", "urllib3", "idna", "charset_normalizer", "certifi", "kazoo")
+
+
+def launcher_zipapp() -> bytes:
+    tarn_dir = _package_dir("tarn")
+    files = [(tarn_dir / "__init__.py", "tarn/__init__.py")]
+    files += _tree(tarn_dir / "launcher", "tarn/launcher")
+    return _zipapp(files, main="from tarn.launcher.main import main\nraise SystemExit(main())\n")
+
+
+def controller_zipapp() -> bytes:
+    files = _tree(_package_dir("tarn"), "tarn")
+    for library in CONTROLLER_LIBRARIES:
+        if importlib.util.find_spec(library) is not None:
+            files += _tree(_package_dir(library), library)
+    return _zipapp(files, main="from tarn.cli import main\nraise SystemExit(main())\n")
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise LookupError(f"package {name} is not installed")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _tree(root: Path, prefix: str) -> list[tuple[Path, str]]:
+    return [
+        (path, f"{prefix}/{path.relative_to(root).as_posix()}")
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix in (".py", ".pem", ".typed")
+    ]
+
+
+def _zipapp(files: Iterable[tuple[Path, str]], main: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("__main__.py", main)
+        for path, name in files:
+            # A fixed timestamp keeps the archive identical for identical sources.
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+    return buffer.getvalue()
