@@ -1,0 +1,1 @@
+"""The launcher: runs inside the Triton container with the Python standard library only."""
