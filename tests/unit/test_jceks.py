@@ -45,9 +45,9 @@ HADOOP_SECRETS = {
     "tarn.env.FOO": "bar",
 }
 
-requires_keytool = pytest.mark.skipif(shutil.which("keytool") is None, reason="needs Java's keytool")
-requires_java = pytest.mark.skipif(shutil.which("java") is None, reason="needs a JDK (java)")
-requires_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
+requires_keytool = pytest.mark.usefixtures("require_keytool")
+requires_java = pytest.mark.usefixtures("require_java")
+requires_openssl = pytest.mark.usefixtures("require_openssl")
 
 # Writes a JCEKS store the way Hadoop's JavaKeyStoreProvider does. Args: path password alias=value...
 HADOOP_STORE_JAVA = """
@@ -123,14 +123,14 @@ def assert_secrets_absent(error: BaseException, secrets: Mapping[str, str]) -> N
 @pytest.fixture(scope="module")
 def keytool_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("keytool") is None:
-        pytest.skip("needs Java's keytool")
+        pytest.fail("needs Java's keytool: CI installs a JDK")
     return make_keytool_store(tmp_path_factory.mktemp("keytool") / "secrets.jceks", KEYTOOL_SECRETS)
 
 
 @pytest.fixture(scope="module")
 def hadoop_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("java") is None:
-        pytest.skip("needs a JDK (java)")
+        pytest.fail("needs a JDK (java): CI installs one")
     path = tmp_path_factory.mktemp("hadoop") / "creds.jceks"
     return make_hadoop_store(path, HADOOP_SECRETS, HADOOP_DEFAULT_PASSWORD)
 
@@ -155,7 +155,8 @@ def test_hadoop_store_with_default_password_none(hadoop_store: Path) -> None:
     ("store", "password"), [("keytool_store", STORE_PASSWORD), ("hadoop_store", HADOOP_DEFAULT_PASSWORD)]
 )
 def test_agrees_with_pyjks(request: pytest.FixtureRequest, store: str, password: str) -> None:
-    jks = pytest.importorskip("jks")
+    import jks
+
     path: Path = request.getfixturevalue(store)
     keystore = jks.KeyStore.load(str(path), password)
     theirs = {alias: entry.key for alias, entry in keystore.secret_keys.items()}
@@ -355,7 +356,8 @@ def test_bad_padding(padded: bytes) -> None:
 
 
 def test_key_derivation_agrees_with_pyjks() -> None:
-    sun_crypto = pytest.importorskip("jks.sun_crypto")
+    from jks import sun_crypto
+
     salt = bytes.fromhex("066e9207e5d5eee2")
     theirs = sun_crypto._jce_pbe_derive_key_and_iv("changeit", salt, 1000)
     assert derive_triple_des_key_iv(b"changeit", salt, 1000) == theirs

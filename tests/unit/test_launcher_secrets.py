@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -111,7 +110,7 @@ def test_keystore_password(environ: dict[str, str], password: str) -> None:
     assert keystore_password(environ) == password
 
 
-@pytest.mark.skipif(shutil.which("keytool") is None, reason="needs Java's keytool")
+@pytest.mark.usefixtures("require_keytool")
 def test_keytool_store_to_environment(tmp_path: Path) -> None:
     path = make_keytool_store(tmp_path / "s.jceks", KEYTOOL_SECRETS)
     assert load_environment_from_jceks(str(path), STORE_PASSWORD) == {
@@ -124,7 +123,7 @@ def test_keytool_store_to_environment(tmp_path: Path) -> None:
     assert_secrets_absent(caught.value, KEYTOOL_SECRETS)
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="needs a JDK (java)")
+@pytest.mark.usefixtures("require_java")
 def test_hadoop_store_with_default_password(tmp_path: Path) -> None:
     path = make_hadoop_store(tmp_path / "h.jceks", HADOOP_SECRETS, HADOOP_DEFAULT_PASSWORD)
     password = keystore_password({})

@@ -1,0 +1,563 @@
+"""Model staging through WebHDFS, against a loopback NameNode + DataNode pair.
+
+The fake serves the WebHDFS subset the launcher uses (LISTSTATUS, GETFILESTATUS, GETFILECHECKSUM
+and OPEN, the last two redirected with a 307 to a second "DataNode" port, as HDFS does). Its
+checksums come from an independent, deliberately naive implementation of HDFS's
+MD5-of-MD5-of-CRC (bit-by-bit CRC), so the launcher's fast CRC is checked, not echoed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+import struct
+import threading
+import time
+import urllib.parse
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tarn.launcher import staging, webhdfs
+from tarn.launcher.staging import (
+    MARKER,
+    RemoteFile,
+    StagingError,
+    plan,
+    resolve_repository,
+    stage_repository,
+)
+from tarn.launcher.webhdfs import (
+    FileChecksum,
+    FileStatus,
+    Md5Md5CrcHasher,
+    SimpleAuth,
+    WebHdfsClient,
+    WebHdfsError,
+    chunk_crcs,
+    crc32c,
+    namenode_location,
+    parse_checksum,
+)
+
+# ---- an independent HDFS checksum: slow and obviously right ------------------------------------
+
+
+def crc32c_bitwise(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+@dataclass
+class HdfsFile:
+    data: bytes
+    mtime: int = 1_700_000_000_000
+    block_size: int = 4096
+    bytes_per_crc: int = 512
+    crc_type: str = "CRC32C"
+
+
+def naive_hdfs_checksum(f: HdfsFile) -> dict[str, Any]:
+    """GETFILECHECKSUM's FileChecksum for `f`, straight from the definition."""
+    crc = crc32c_bitwise if f.crc_type == "CRC32C" else zlib.crc32
+    bpc = f.bytes_per_crc
+    blocks = [f.data[i : i + f.block_size] for i in range(0, len(f.data), f.block_size)]
+    block_md5s = b""
+    for block in blocks:
+        crcs = b"".join(struct.pack(">I", crc(block[i : i + bpc])) for i in range(0, len(block), bpc))
+        block_md5s += hashlib.md5(crcs, usedforsecurity=False).digest()
+    crc_per_block = f.block_size // bpc if len(blocks) > 1 else 0
+    raw = struct.pack(">iq", bpc, crc_per_block) + hashlib.md5(block_md5s, usedforsecurity=False).digest()
+    return {"algorithm": f"MD5-of-{crc_per_block}MD5-of-{bpc}{f.crc_type}", "bytes": raw.hex(), "length": 28}
+
+
+# ---- the fake NameNode + DataNode ----------------------------------------------------------------
+
+
+@dataclass
+class FakeHdfs:
+    """A loopback WebHDFS. Knobs: `corrupt` (paths served with a flipped byte), `cut_once` (paths
+    whose first OPEN stops half-way), `fail_next` (NameNode 503s to give), `delay` (per OPEN)."""
+
+    files: dict[str, HdfsFile]
+    checksum: Callable[[HdfsFile], dict[str, Any]] = naive_hdfs_checksum
+    delay: float = 0.0
+    corrupt: set[str] = field(default_factory=set)
+    cut_once: set[str] = field(default_factory=set)
+    fail_next: int = 0
+    opens: list[tuple[str, int]] = field(default_factory=list)
+    users: set[str] = field(default_factory=set)
+    active: int = 0
+    peak: int = 0
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self.datanode = _serve(self._datanode)
+        self.namenode = _serve(self._namenode)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.namenode.server_address[1]}"
+
+    def close(self) -> None:
+        for server in (self.namenode, self.datanode):
+            server.shutdown()
+            server.server_close()
+
+    # ---- the NameNode: metadata, and redirects for data
+    def _namenode(self, handler: BaseHTTPRequestHandler, path: str, query: dict[str, str]) -> None:
+        self.users.add(query.get("user.name", ""))
+        with self._lock:
+            failing, self.fail_next = self.fail_next > 0, max(0, self.fail_next - 1)
+        if failing:
+            return _reply(
+                handler, 503, {"RemoteException": {"exception": "RetriableException", "message": "busy"}}
+            )
+        op = query.get("op")
+        if op in ("OPEN", "GETFILECHECKSUM"):
+            port = self.datanode.server_address[1]
+            location = f"http://127.0.0.1:{port}/webhdfs/v1{urllib.parse.quote(path)}?{urllib.parse.urlencode(query)}"
+            return _reply(handler, 307, {}, {"Location": location})
+        if op == "GETFILESTATUS" and (entry := self._status(path)):
+            return _reply(handler, 200, {"FileStatus": entry})
+        if op == "LISTSTATUS" and (entries := self._list(path)) is not None:
+            return _reply(handler, 200, {"FileStatuses": {"FileStatus": entries}})
+        if op not in ("GETFILESTATUS", "LISTSTATUS"):
+            return _reply(handler, 400, {"RemoteException": {"exception": "IllegalArgumentException"}})
+        missing = {"exception": "FileNotFoundException", "message": f"File does not exist: {path}"}
+        return _reply(handler, 404, {"RemoteException": missing})
+
+    def _status(self, path: str, suffix: str = "") -> dict[str, Any] | None:
+        if path in self.files:
+            f = self.files[path]
+            return {"pathSuffix": suffix, "type": "FILE", "length": len(f.data), "blockSize": f.block_size}
+        if any(p.startswith(path.rstrip("/") + "/") for p in self.files):
+            return {"pathSuffix": suffix, "type": "DIRECTORY", "length": 0, "blockSize": 0}
+        return None
+
+    def _list(self, path: str) -> list[dict[str, Any]] | None:
+        if path in self.files:
+            return [self._file_entry(path, "")]
+        prefix = path.rstrip("/") + "/"
+        names = sorted({p[len(prefix) :].split("/")[0] for p in self.files if p.startswith(prefix)})
+        if not names:
+            return None
+        return [self._file_entry(prefix + n, n) for n in names]
+
+    def _file_entry(self, path: str, suffix: str) -> dict[str, Any]:
+        entry = self._status(path, suffix)
+        assert entry is not None
+        mtime = self.files[path].mtime if path in self.files else 1_600_000_000_000
+        return {**entry, "modificationTime": mtime, "replication": 3, "permission": "644"}
+
+    # ---- the DataNode: bytes and checksums
+    def _datanode(self, handler: BaseHTTPRequestHandler, path: str, query: dict[str, str]) -> None:
+        f = self.files.get(path)
+        if f is None:
+            return _reply(handler, 404, {"RemoteException": {"exception": "FileNotFoundException"}})
+        if query.get("op") == "GETFILECHECKSUM":
+            return _reply(handler, 200, {"FileChecksum": self.checksum(f)})
+        offset = int(query.get("offset", "0"))
+        with self._lock:
+            self.opens.append((path, offset))
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            cut = path in self.cut_once
+            self.cut_once.discard(path)
+        try:
+            time.sleep(self.delay)
+            data = f.data[offset:]
+            if path in self.corrupt and data:
+                data = bytes([data[0] ^ 0x01]) + data[1:]
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/octet-stream")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data[: len(data) // 2] if cut else data)
+            if cut:
+                handler.wfile.flush()
+                handler.connection.shutdown(socket.SHUT_RDWR)
+                handler.close_connection = True
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+def _serve(route: Callable[[BaseHTTPRequestHandler, str, dict[str, str]], None]) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            parts = urllib.parse.urlsplit(self.path)
+            assert parts.path.startswith("/webhdfs/v1/")
+            path = urllib.parse.unquote(parts.path[len("/webhdfs/v1") :])
+            route(self, path, dict(urllib.parse.parse_qsl(parts.query)))
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return server
+
+
+def _reply(
+    handler: BaseHTTPRequestHandler, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> None:
+    payload = json.dumps(body).encode()
+    handler.send_response(status)
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+
+
+# ---- fixtures ---------------------------------------------------------------------------------
+
+
+def noise(size: int, seed: int) -> bytes:
+    """Deterministic incompressible bytes."""
+    return hashlib.shake_256(seed.to_bytes(8, "big")).digest(size)
+
+
+def repository() -> dict[str, HdfsFile]:
+    return {
+        "/models/simple/config.pbtxt": HdfsFile(b'name: "simple"\nbackend: "python"\n'),
+        "/models/simple/1/model.py": HdfsFile(b"import numpy as np\n" * 40),
+        "/models/onnx/config.pbtxt": HdfsFile(b'name: "onnx"\nbackend: "onnxruntime"\n', crc_type="CRC32"),
+        # three and a half blocks, a short last chunk
+        "/models/onnx/1/model.onnx": HdfsFile(noise(3 * 4096 + 1000, 7)),
+        "/models/empty/1/.keep": HdfsFile(b""),
+    }
+
+
+@pytest.fixture
+def hdfs() -> Iterator[FakeHdfs]:
+    fake = FakeHdfs(repository())
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def client(hdfs: FakeHdfs, sleeps: list[float]) -> WebHdfsClient:
+    return WebHdfsClient(hdfs.url, SimpleAuth("tarn"), timeout=5, retries=2, backoff=0.5, sleep=sleeps.append)
+
+
+def stage(client: WebHdfsClient, tmp_path: Path, **kwargs: Any):
+    return stage_repository(
+        "hdfs://nn:8020/models", tmp_path / "models", tmp_path / "cache", client, **kwargs
+    )
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and p.name != MARKER
+    }
+
+
+def expected_tree(files: dict[str, HdfsFile]) -> dict[str, bytes]:
+    return {path.removeprefix("/models/"): f.data for path, f in files.items()}
+
+
+# ---- the checksum -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "crc"),
+    [(b"123456789", 0xE3069283), (b"\x00" * 32, 0x8A9136AA), (b"\xff" * 32, 0x62A8AB43), (b"", 0)],
+)
+def test_crc32c_known_answers(data: bytes, crc: int) -> None:
+    assert crc32c_bitwise(data) == crc
+    assert crc32c(data) == crc
+
+
+@pytest.mark.parametrize("chunk", [512, 100, 1])
+def test_bulk_chunk_crcs_match_the_naive_crc(chunk: int) -> None:
+    data = noise(5 * chunk + chunk // 2, chunk)
+    expected = b"".join(
+        struct.pack(">I", crc32c_bitwise(data[i : i + chunk])) for i in range(0, len(data), chunk)
+    )
+    assert chunk_crcs(data, chunk, "CRC32C") == expected
+    crc32s = b"".join(struct.pack(">I", zlib.crc32(data[i : i + chunk])) for i in range(0, len(data), chunk))
+    assert chunk_crcs(data, chunk, "CRC32") == crc32s
+
+
+@pytest.mark.parametrize("size", [0, 1, 511, 512, 513, 4096, 4097, 3 * 4096 + 100])
+@pytest.mark.parametrize("crc_type", ["CRC32C", "CRC32"])
+def test_local_checksum_matches_hdfs(size: int, crc_type: str) -> None:
+    f = HdfsFile(noise(size, size), crc_type=crc_type)
+    parsed = parse_checksum(FileChecksum.from_json(naive_hdfs_checksum(f)))
+    assert parsed is not None
+    hasher = Md5Md5CrcHasher(parsed.crc_type, parsed.bytes_per_crc, f.block_size)
+    for i in range(0, size, 333):  # pieces that straddle chunks and blocks
+        hasher.update(f.data[i : i + 333])
+    assert hasher.digest() == parsed.md5
+
+
+def test_a_checksum_as_hdfs_prints_it_parses() -> None:
+    # `hdfs dfs -checksum` of a one-block file, as published (Cloudera community, HDFS-13056)
+    found = FileChecksum(
+        "MD5-of-0MD5-of-512CRC32C", "000002000000000000000000c16859d1d071c6b1ffc9c8557d4909f1", 28
+    )
+    parsed = parse_checksum(found)
+    assert parsed is not None
+    assert (parsed.crc_type, parsed.bytes_per_crc, parsed.crc_per_block) == ("CRC32C", 512, 0)
+    assert parsed.md5.hex() == "c16859d1d071c6b1ffc9c8557d4909f1"
+    assert parse_checksum(FileChecksum("COMPOSITE-CRC32C", "3799db55", 4)) is None
+
+
+# ---- decisions --------------------------------------------------------------------------------
+
+
+def remote(name: str, checksum: str | None, length: int = 10) -> RemoteFile:
+    status = FileStatus(f"/m/{name}", "FILE", length, 4096, 1)
+    return RemoteFile(
+        name, status, FileChecksum("MD5-of-0MD5-of-512CRC32C", checksum, 28) if checksum else None
+    )
+
+
+def test_plan_reuses_what_the_cache_holds_by_content() -> None:
+    a, b, c = remote("a", "aa"), remote("b", "bb"), remote("c", None)
+    moved = remote("moved/a", "aa")  # same content elsewhere: same object
+    download, reuse = plan([a, b, c, moved], {a.key})
+    assert [r.relpath for r in download] == ["b", "c"]
+    assert [r.relpath for r in reuse] == ["a", "moved/a"]
+    assert remote("a", "aa", length=11).key != a.key
+
+
+@pytest.mark.parametrize(
+    ("source", "url", "default_fs", "expected"),
+    [
+        ("hdfs://nn:8020/models", "http://nn:9870/", None, ("http://nn:9870", "/models")),
+        ("hdfs://nn:8020/models", None, None, ("http://nn:9870", "/models")),
+        ("hdfs:///models/a%20b", None, "hdfs://master:8020", ("http://master:9870", "/models/a b")),
+    ],
+)
+def test_namenode_location(
+    source: str, url: str | None, default_fs: str | None, expected: tuple[str, str]
+) -> None:
+    assert namenode_location(source, url, default_fs) == expected
+
+
+@pytest.mark.parametrize(("source", "default_fs"), [("hdfs:///models", None), ("s3://b/models", None)])
+def test_namenode_location_refuses(source: str, default_fs: str | None) -> None:
+    with pytest.raises(ValueError, match=r"hdfs|NameNode"):
+        namenode_location(source, None, default_fs)
+
+
+# ---- staging against the fake -------------------------------------------------------------------
+
+
+def test_first_stage_downloads_everything(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path) -> None:
+    report = stage(client, tmp_path)
+    assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+    assert (report.downloaded, report.reused, report.unverified) == (5, 0, ())
+    assert report.bytes_downloaded == sum(len(f.data) for f in hdfs.files.values())
+    assert hdfs.users == {"tarn"}
+    manifest = json.loads((tmp_path / "cache" / "manifest.json").read_text())["files"]
+    entry = manifest["hdfs://nn:8020/models/onnx/1/model.onnx"]
+    assert entry["algorithm"] == "MD5-of-8MD5-of-512CRC32C"
+    assert entry["checksum"] == naive_hdfs_checksum(hdfs.files["/models/onnx/1/model.onnx"])["bytes"]
+    assert (entry["length"], entry["modification_time"], entry["verified"]) == (
+        13288,
+        1_700_000_000_000,
+        "content",
+    )
+    assert not any((tmp_path / "cache" / "partial").iterdir())
+
+
+def test_restart_downloads_nothing_unchanged(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path) -> None:
+    stage(client, tmp_path)
+    hdfs.opens.clear()
+    report = stage(client, tmp_path)
+    assert (report.downloaded, report.reused, report.bytes_downloaded) == (0, 5, 0)
+    assert hdfs.opens == []
+    assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+
+
+def test_a_changed_file_is_downloaded_alone(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path) -> None:
+    stage(client, tmp_path)
+    hdfs.opens.clear()
+    hdfs.files["/models/simple/1/model.py"] = HdfsFile(b"import numpy\n# v2\n", mtime=1_800_000_000_000)
+    report = stage(client, tmp_path)
+    assert (report.downloaded, report.reused) == (1, 4)
+    assert hdfs.opens == [("/models/simple/1/model.py", 0)]
+    assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+
+
+def test_corrupt_bytes_fail_and_leave_nothing(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path) -> None:
+    hdfs.corrupt.add("/models/onnx/1/model.onnx")
+    with pytest.raises(
+        StagingError, match=r"model\.onnx: content does not match HDFS's MD5-of-8MD5-of-512CRC32C"
+    ):
+        stage(client, tmp_path, workers=1)
+    assert not (tmp_path / "models").exists()
+    assert [p for p, _ in hdfs.opens].count("/models/onnx/1/model.onnx") == 2  # one more try, then give up
+    cache = tmp_path / "cache"
+    manifest = (
+        json.loads((cache / "manifest.json").read_text())["files"]
+        if (cache / "manifest.json").exists()
+        else {}
+    )
+    assert not any("model.onnx" in source for source in manifest)
+    assert len(list((cache / "objects").iterdir())) == len(manifest)  # only the verified files
+    assert not any((cache / "partial").iterdir())
+
+
+def test_a_stream_cut_mid_way_resumes_at_its_offset(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path
+) -> None:
+    hdfs.cut_once.add("/models/onnx/1/model.onnx")
+    stage(client, tmp_path)
+    assert [o for p, o in hdfs.opens if p == "/models/onnx/1/model.onnx"] == [0, 13288 // 2]
+    assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+
+
+def test_downloads_run_in_parallel_within_the_bound(tmp_path: Path) -> None:
+    fake = FakeHdfs({f"/models/m{i}/1/model.py": HdfsFile(b"x" * (100 + i)) for i in range(8)}, delay=0.1)
+    try:
+        client = WebHdfsClient(fake.url, SimpleAuth("tarn"))
+        report = stage(client, tmp_path, workers=3)
+    finally:
+        fake.close()
+    assert report.downloaded == 8
+    assert fake.peak == 3
+
+
+def test_files_above_the_limit_are_not_verified_and_say_so(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    report = stage(client, tmp_path, verify_limit=10_000)
+    assert report.unverified == ("onnx/1/model.onnx",)
+    assert "onnx/1/model.onnx: content not verified, length only" in caplog.text
+    manifest = json.loads((tmp_path / "cache" / "manifest.json").read_text())["files"]
+    assert manifest["hdfs://nn:8020/models/onnx/1/model.onnx"]["verified"] == "length"
+
+
+def test_a_foreign_directory_is_not_replaced(client: WebHdfsClient, tmp_path: Path) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "precious").write_text("mine")
+    with pytest.raises(StagingError, match="not staged by TARN"):
+        stage(client, tmp_path)
+    assert (tmp_path / "models" / "precious").read_text() == "mine"
+
+
+def test_a_missing_repository_is_a_staging_error(client: WebHdfsClient, tmp_path: Path) -> None:
+    with pytest.raises(StagingError, match="FileNotFoundException"):
+        stage_repository("hdfs://nn:8020/nothing", tmp_path / "m", tmp_path / "c", client)
+
+
+def test_cache_objects_are_read_only_links(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path) -> None:
+    stage(client, tmp_path)
+    staged = tmp_path / "models" / "simple" / "config.pbtxt"
+    assert staged.stat().st_nlink == 2
+    assert staged.stat().st_mode & 0o222 == 0
+
+
+# ---- the client's retries -----------------------------------------------------------------------
+
+
+def test_5xx_answers_are_retried_with_backoff(
+    hdfs: FakeHdfs, client: WebHdfsClient, sleeps: list[float]
+) -> None:
+    hdfs.fail_next = 2
+    assert client.status("/models/simple/config.pbtxt").type == "FILE"
+    assert sleeps == [0.5, 1.0]
+
+
+def test_retries_run_out(hdfs: FakeHdfs, client: WebHdfsClient, sleeps: list[float]) -> None:
+    hdfs.fail_next = 10
+    with pytest.raises(WebHdfsError, match="503 RetriableException") as failure:
+        client.status("/models")
+    assert failure.value.status == 503
+    assert sleeps == [0.5, 1.0]
+
+
+def test_connection_errors_are_retried(sleeps: list[float]) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = WebHdfsClient(f"http://127.0.0.1:{port}", SimpleAuth("tarn"), retries=3, sleep=sleeps.append)
+    with pytest.raises(WebHdfsError, match="GETFILESTATUS /models"):
+        client.status("/models")
+    assert sleeps == [0.5, 1.0, 2.0]
+
+
+def test_4xx_answers_are_not_retried(client: WebHdfsClient, sleeps: list[float]) -> None:
+    with pytest.raises(webhdfs.HdfsNotFoundError):
+        client.status("/nothing")
+    assert sleeps == []
+
+
+# ---- local repositories ----------------------------------------------------------------------
+
+
+def test_a_local_path_is_used_in_place(tmp_path: Path) -> None:
+    assert resolve_repository(str(tmp_path)) == tmp_path
+    assert resolve_repository(f"file://{tmp_path}") == tmp_path
+
+
+@pytest.mark.parametrize(
+    "source", ["relative/models", "/does/not/exist", "s3://bucket/models", "hdfs:///models"]
+)
+def test_unusable_repositories_are_refused(source: str) -> None:
+    with pytest.raises(StagingError):
+        resolve_repository(source)
+
+
+def test_resolve_stages_hdfs(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path) -> None:
+    target = resolve_repository(
+        "hdfs://nn:8020/models", target_dir=tmp_path / "t", cache_dir=tmp_path / "c", client=client, workers=2
+    )
+    assert target == tmp_path / "t"
+    assert tree(target) == expected_tree(hdfs.files)
+    assert os.listdir(tmp_path / "c" / "partial") == []
+
+
+# ---- big files: verified in worker processes ------------------------------------------------------
+
+
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_big_files_are_verified_in_processes(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, corrupt: bool
+) -> None:
+    monkeypatch.setattr(staging, "OFFLOAD_MIN_BYTES", 10_000)  # only model.onnx (13288 bytes)
+    streamed: list[int] = []
+    real_hasher_for = webhdfs.hasher_for
+
+    def spy(checksum: webhdfs.Md5Md5Crc, status: FileStatus) -> Md5Md5CrcHasher:
+        streamed.append(status.length)
+        return real_hasher_for(checksum, status)
+
+    monkeypatch.setattr(staging, "hasher_for", spy)
+    if corrupt:
+        hdfs.corrupt.add("/models/onnx/1/model.onnx")
+        with pytest.raises(StagingError, match="content does not match"):
+            stage(client, tmp_path, verify_processes=2)
+        assert not (tmp_path / "models").exists()
+    else:
+        report = stage(client, tmp_path, verify_processes=2)
+        assert (report.downloaded, report.unverified) == (5, ())
+        assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+    assert 13288 not in streamed  # checked in a worker process, not in the download stream
