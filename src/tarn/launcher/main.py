@@ -1,0 +1,158 @@
+"""The Triton launcher: the command of every `triton` container (standard library only).
+
+1. Puts the model repository in place: an hdfs:// repository is staged through WebHDFS into
+   ./models, through a node-local cache in the application's YARN local directory (it outlives
+   container restarts, so a restarted instance downloads nothing unchanged); a /path (an HDFS
+   NFS gateway mount) is served in place.
+2. Turns the JCEKS secrets into environment variables of the tritonserver process only
+   (huggingface.token → HUGGING_FACE_HUB_TOKEN, tarn.env.X → X). Values are never printed.
+3. Execs tritonserver with the instance's ports, GPU metrics on, the model control mode that
+   lets TARN load new model versions in place, and TP x PP exported for multi-GPU backends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tarn.launcher.hadoop_site import read_properties
+from tarn.launcher.secrets import keystore_password, load_environment_from_jceks
+from tarn.launcher.staging import StagingError, resolve_repository
+from tarn.launcher.webhdfs import SimpleAuth, WebHdfsClient, namenode_location
+
+log = logging.getLogger("tarn.launcher")
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="tarn-launcher", description="stage models, then exec tritonserver")
+    parser.add_argument("--model-repository", required=True)
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--grpc-port", type=int, default=8001)
+    parser.add_argument("--metrics-port", type=int, default=8002)
+    parser.add_argument("--address", default="0.0.0.0")  # noqa: S104 - Triton serves the cluster
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--pp", type=int, default=1)
+    parser.add_argument("--secrets", help="JCEKS keystore file")
+    parser.add_argument("--secrets-password-file", help="file holding the keystore password")
+    parser.add_argument("--port-stride", type=int, default=0)
+    parser.add_argument("--instance-id", type=int, default=0)
+    parser.add_argument("--webhdfs-url", help="NameNode HTTP URL (default: from $HADOOP_CONF_DIR)")
+    parser.add_argument("--cache-dir", help="node-local model cache (default: in $LOCAL_DIRS)")
+    parser.add_argument("--tritonserver", default="tritonserver")
+    parser.add_argument("--download-workers", type=int, default=4)
+    return parser.parse_args(argv)
+
+
+# ---- decisions (pure)
+
+
+def instance_ports(args: argparse.Namespace) -> tuple[int, int, int]:
+    """HTTP, gRPC and metrics ports of this instance: the base ports shifted by its stride."""
+    shift = args.port_stride * args.instance_id
+    return args.port + shift, args.grpc_port + shift, args.metrics_port + shift
+
+
+def cache_dir(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
+    if args.cache_dir:
+        return Path(args.cache_dir)
+    local_dirs = [d for d in environ.get("LOCAL_DIRS", "").split(",") if d]
+    if local_dirs:  # the application's directory on this node: kept across container restarts
+        return Path(local_dirs[0]) / "tarn-model-cache"
+    return Path("/tmp") / f"tarn-model-cache-{hdfs_user(environ)}"  # noqa: S108 - outside YARN only
+
+
+def hdfs_user(environ: Mapping[str, str]) -> str:
+    return environ.get("HADOOP_USER_NAME") or environ.get("USER") or "nobody"
+
+
+def webhdfs_location(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, str]:
+    conf = Path(environ.get("HADOOP_CONF_DIR", "/etc/hadoop/conf"))
+    hdfs_site = read_properties(conf / "hdfs-site.xml")
+    default_fs = read_properties(conf / "core-site.xml").get("fs.defaultFS")
+    http = args.webhdfs_url or (
+        f"http://{hdfs_site['dfs.namenode.http-address']}"
+        if "dfs.namenode.http-address" in hdfs_site
+        else None
+    )
+    return namenode_location(args.model_repository, http, default_fs)
+
+
+def triton_command(args: argparse.Namespace, repository: Path) -> list[str]:
+    http, grpc, metrics = instance_ports(args)
+    return [
+        args.tritonserver,
+        f"--model-repository={repository}",
+        f"--http-port={http}",
+        f"--grpc-port={grpc}",
+        f"--metrics-port={metrics}",
+        f"--http-address={args.address}",
+        f"--grpc-address={args.address}",
+        f"--metrics-address={args.address}",
+        "--allow-metrics=true",
+        "--allow-gpu-metrics=true",  # the load signal the controller scales on
+        "--model-control-mode=explicit",
+        "--load-model=*",
+    ]
+
+
+def parallelism_environment(args: argparse.Namespace) -> dict[str, str]:
+    world = args.tp * args.pp
+    return {
+        "TARN_TENSOR_PARALLEL": str(args.tp),
+        "TARN_PIPELINE_PARALLEL": str(args.pp),
+        "WORLD_SIZE": str(world),
+    }
+
+
+# ---- steps with I/O
+
+
+def prepare_repository(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
+    if not args.model_repository.startswith("hdfs://"):
+        return resolve_repository(args.model_repository)
+    namenode, _path = webhdfs_location(args, environ)
+    client = WebHdfsClient(namenode, SimpleAuth(hdfs_user(environ)))
+    return resolve_repository(
+        args.model_repository,
+        target_dir=Path.cwd() / "models",
+        cache_dir=cache_dir(args, environ),
+        client=client,
+        workers=args.download_workers,
+    )
+
+
+def secret_environment(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, str]:
+    if not args.secrets:
+        return {}
+    if args.secrets_password_file:
+        password = Path(args.secrets_password_file).read_text().strip()
+    else:
+        password = keystore_password(environ)
+    variables = load_environment_from_jceks(args.secrets, password)
+    log.info(
+        "secrets: %d variable(s) from %s: %s", len(variables), args.secrets, ", ".join(sorted(variables))
+    )
+    return variables
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s tarn-launcher %(levelname)s %(message)s")
+    env = dict(os.environ if environ is None else environ)
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        repository = prepare_repository(args, env)
+        env.update(secret_environment(args, env))
+    except (StagingError, OSError, ValueError) as exc:
+        log.error("%s", exc)  # messages name paths and aliases, never secret values
+        return 1
+    env.update(parallelism_environment(args))
+    command = triton_command(args, repository)
+    log.info("exec %s", " ".join(command))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(command[0], command, env)  # noqa: S606 - replaces this process, as intended
+    return 0  # not reached

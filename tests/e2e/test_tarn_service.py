@@ -1,0 +1,141 @@
+"""`tarn submit` on the lab: Triton serves the example models from HDFS and from a local path,
+JCEKS secrets reach Triton's environment without their values showing anywhere, and a
+restarted instance re-downloads nothing unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tarn.cli import instances_of
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.webhdfs import WebHdfs
+
+from .conftest import LAB_MASTER, LAB_USER, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "examples" / "model_repository"
+WORKERS = ("tarn-lab-worker1", "tarn-lab-worker2")
+CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
+STORE_PASSWORD = "lab-store-pw"  # noqa: S105 - a throwaway keystore made by this test
+
+
+def tarn(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tarn", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def upload_tree(hdfs: WebHdfs, local: Path, remote: str) -> None:
+    for path in sorted(local.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            hdfs.write(f"{remote}/{path.relative_to(local).as_posix()}", path.read_bytes())
+
+
+def make_jceks(tmp: Path, entries: dict[str, str]) -> Path:
+    store = tmp / "secrets.jceks"
+    for alias, value in entries.items():
+        subprocess.run(
+            ["keytool", "-importpass", "-storetype", "jceks", "-keystore", str(store),
+             "-storepass", STORE_PASSWORD, "-keypass", STORE_PASSWORD, "-alias", alias, "-noprompt"],
+            input=f"{value}\n{value}\n", text=True, check=True, capture_output=True,
+        )  # fmt: skip
+    return store
+
+
+def ready_instances(rm: ResourceManager, name: str, count: int) -> list[dict[str, Any]] | None:
+    service = rm.service(name)
+    rows = [r for r in instances_of(service or {}) if r["state"] == "READY"]
+    return rows if len(rows) == count else None
+
+
+def infer_everywhere(rows: list[dict[str, Any]], *expect_env: str) -> None:
+    for row in rows:
+        for protocol, port in (("http", 8000), ("grpc", 8001)):
+            flags = [f"--expect-env={e}" for e in expect_env]
+            done = subprocess.run(
+                [sys.executable, str(ROOT / "examples" / "client.py"), "--url", f"{row['host']}:{port}",
+                 "--protocol", protocol, "--wait", "60", *flags],
+                capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, f"{row['host']} {protocol}: {done.stdout}{done.stderr}"
+
+
+def container_logs(container_id: str) -> str:
+    """Everything YARN and the NodeManagers logged, on both workers, for this test's application."""
+    app = "application_" + "_".join(container_id.split("_")[2:4])
+    text = []
+    for worker in WORKERS:
+        done = subprocess.run(
+            ["podman", "exec", worker, "sh", "-c",
+             f"cat /var/log/hadoop/yarn-containers/{app}/*/* /var/log/hadoop/nodemanager/*.log 2>/dev/null"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        text.append(done.stdout)
+    return "\n".join(text)
+
+
+@pytest.fixture(scope="module")
+def hdfs_models(hdfs: WebHdfs) -> Iterator[str]:
+    remote = f"/user/{LAB_USER}/e2e-models-{uuid.uuid4().hex[:8]}"
+    upload_tree(hdfs, MODELS, remote)
+    yield remote
+    hdfs.delete(remote, recursive=True)
+
+
+def test_models_from_hdfs_with_secrets(
+    rm: ResourceManager, hdfs: WebHdfs, hdfs_models: str, tmp_path: Path
+) -> None:
+    token_value = "hf_" + secrets.token_hex(16)
+    foo_value = "foo-" + secrets.token_hex(16)
+    api_token = "api-" + secrets.token_hex(16)
+    store = make_jceks(tmp_path, {"huggingface.token": token_value, "tarn.env.FOO": foo_value})
+    remote_store = f"/user/{LAB_USER}/e2e-{uuid.uuid4().hex[:8]}.jceks"
+    hdfs.write(remote_store, store.read_bytes(), permission="600")
+    name = f"e2e-hdfs-{uuid.uuid4().hex[:6]}"
+    submit = [
+        "submit", "--service-name", name, "--user", LAB_USER, "--runtime", "process",
+        "--model-repository", f"hdfs://{hdfs_models}", "--secrets", f"hdfs://{remote_store}",
+        "--token", api_token, "--min-instances", "2", "--max-instances", "2",
+        "--memory-mb", "1024", "--vcores", "1", "--controller-memory-mb", "512", *CLUSTER,
+    ]  # fmt: skip
+    outputs = []
+    try:
+        done = tarn(*submit, env={"HADOOP_CREDSTORE_PASSWORD": STORE_PASSWORD})
+        outputs.append(done.stdout + done.stderr)
+        assert done.returncode == 0, done.stderr
+        rows = wait_for(
+            lambda: ready_instances(rm, name, 2), timeout=300, what="2 READY Triton instances", every=3
+        )
+        assert sorted(r["host"] for r in rows) == ["worker1", "worker2"]
+        infer_everywhere(rows, "HUGGING_FACE_HUB_TOKEN=set", "FOO=set", "TARN_NOT_SET=unset")
+
+        for command in ("status", "instances"):
+            shown = tarn(command, "--service-name", name, "--user", LAB_USER, *CLUSTER)
+            assert shown.returncode == 0, shown.stderr
+            outputs.append(shown.stdout + shown.stderr)
+        outputs.append(json.dumps(rm.service(name)))  # the service JSON the RM serves
+        outputs.append(tarn(*submit, "--dry-run").stdout)
+        outputs.append(container_logs(rows[0]["container"]))
+        everything = "\n".join(outputs)
+        for value in (token_value, foo_value, api_token, STORE_PASSWORD):
+            assert value not in everything
+        assert "Triton" in everything or "tritonserver" in everything  # the logs were really read
+    finally:
+        tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
+        hdfs.delete(remote_store)

@@ -1,0 +1,45 @@
+"""The zipapps `tarn submit` ships run where they land: the launcher with the standard library only."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tarn import payload
+
+
+def run(pyz: Path, *args: str, isolated: bool) -> subprocess.CompletedProcess[str]:
+    # -I -S: no site-packages, no environment: only the standard library and the zipapp itself.
+    flags = ["-I", "-S"] if isolated else ["-I"]
+    return subprocess.run(
+        [sys.executable, *flags, str(pyz), *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_launcher_runs_with_the_standard_library_only(tmp_path: Path) -> None:
+    pyz = tmp_path / "tarn-launcher.pyz"
+    pyz.write_bytes(payload.launcher_zipapp())
+    done = run(pyz, "--help", isolated=True)
+    assert done.returncode == 0, done.stderr
+    assert "--model-repository" in done.stdout
+
+
+def test_launcher_fails_cleanly_on_a_missing_local_repository(tmp_path: Path) -> None:
+    pyz = tmp_path / "tarn-launcher.pyz"
+    pyz.write_bytes(payload.launcher_zipapp())
+    done = run(pyz, "--model-repository", str(tmp_path / "absent"), isolated=True)
+    assert done.returncode == 1
+    assert "is not a directory" in done.stderr
+
+
+def test_controller_payload_carries_its_libraries(tmp_path: Path) -> None:
+    pyz = tmp_path / "tarn.pyz"
+    pyz.write_bytes(payload.controller_zipapp())
+    done = run(pyz, "submit", "--help", isolated=True)
+    assert done.returncode == 0, done.stderr
+    assert "--model-repository" in done.stdout
+
+
+def test_zipapps_are_reproducible() -> None:
+    assert payload.launcher_zipapp() == payload.launcher_zipapp()
