@@ -23,7 +23,7 @@ def launcher_zipapp() -> bytes:
     tarn_dir = _package_dir("tarn")
     files = [(tarn_dir / "__init__.py", "tarn/__init__.py")]
     files += _tree(tarn_dir / "launcher", "tarn/launcher")
-    return _zipapp(files, main="from tarn.launcher.main import main\nraise SystemExit(main())\n")
+    return _zipapp(files, main=_main("tarn.launcher.main"))
 
 
 def controller_zipapp() -> bytes:
@@ -31,7 +31,12 @@ def controller_zipapp() -> bytes:
     for library in CONTROLLER_LIBRARIES:
         if importlib.util.find_spec(library) is not None:
             files += _tree(_package_dir(library), library)
-    return _zipapp(files, main="from tarn.cli import main\nraise SystemExit(main())\n")
+    return _zipapp(files, main=_main("tarn.cli"))
+
+
+def _main(module: str) -> str:
+    # Guarded: worker processes (spawn) import __main__ again and must not rerun the command.
+    return f'if __name__ == "__main__":\n    from {module} import main\n\n    raise SystemExit(main())\n'
 
 
 def _package_dir(name: str) -> Path:

@@ -122,6 +122,8 @@ def prepare_repository(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         cache_dir=cache_dir(args, environ),
         client=client,
         workers=args.download_workers,
+        # Verify in the download threads: spawned processes cannot re-import a zipapp's __main__.
+        verify_processes=0,
     )
 
 
