@@ -90,6 +90,22 @@ def container_logs(container_id: str) -> str:
     return "\n".join(text)
 
 
+def replaced(rows: list[dict[str, Any]] | None, old_container: str) -> list[dict[str, Any]] | None:
+    return rows if rows and old_container not in {r["container"] for r in rows} else None
+
+
+def kill_triton(worker: str) -> None:
+    subprocess.run(["podman", "exec", worker, "pkill", "-f", "bin/tritonserver"], check=True)
+
+
+def container_log(worker: str, container_id: str) -> str:
+    done = subprocess.run(
+        ["podman", "exec", worker, "sh", "-c", f"cat /var/log/hadoop/yarn-containers/*/{container_id}/std*"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return done.stdout
+
+
 @pytest.fixture(scope="module")
 def hdfs_models(hdfs: WebHdfs) -> Iterator[str]:
     remote = f"/user/{LAB_USER}/e2e-models-{uuid.uuid4().hex[:8]}"
@@ -135,7 +151,47 @@ def test_models_from_hdfs_with_secrets(
         everything = "\n".join(outputs)
         for value in (token_value, foo_value, api_token, STORE_PASSWORD):
             assert value not in everything
-        assert "Triton" in everything or "tritonserver" in everything  # the logs were really read
+        assert "Started GRPCInferenceService" in everything  # the container logs were really read
+
+        # A restarted instance finds every file in the node's cache: nothing is downloaded again.
+        first = next(r for r in rows if r["host"] == "worker1")
+        kill_triton("tarn-lab-worker1")
+        rows = wait_for(
+            lambda: replaced(ready_instances(rm, name, 2), first["container"]),
+            timeout=300,
+            what="the killed instance to come back in a new container",
+            every=3,
+        )
+        again = next(r for r in rows if r["host"] == "worker1")
+        log = container_log("tarn-lab-worker1", again["container"])
+        assert " 0 downloaded" in log, log[-2000:]
+        assert "reused from the cache" in log
+        infer_everywhere([again], "FOO=set")
     finally:
         tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
         hdfs.delete(remote_store)
+
+
+def test_models_from_a_local_path(rm: ResourceManager) -> None:
+    # Stands in for the HDFS NFS gateway mounted on every NodeManager at the same path.
+    local = "/srv/tarn-models"
+    for worker in WORKERS:
+        subprocess.run(["podman", "exec", worker, "rm", "-rf", local], check=True)
+        subprocess.run(["podman", "cp", str(MODELS), f"{worker}:{local}"], check=True)
+        subprocess.run(["podman", "exec", worker, "chmod", "-R", "a+rX", local], check=True)
+    name = f"e2e-local-{uuid.uuid4().hex[:6]}"
+    try:
+        done = tarn(
+            "submit", "--service-name", name, "--user", LAB_USER, "--runtime", "process",
+            "--model-repository", local, "--min-instances", "2", "--max-instances", "2",
+            "--memory-mb", "1024", "--vcores", "1", "--controller-memory-mb", "512", *CLUSTER,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        rows = wait_for(
+            lambda: ready_instances(rm, name, 2), timeout=300, what="2 READY Triton instances", every=3
+        )
+        infer_everywhere(rows)
+        log = container_log("tarn-lab-worker1", next(r for r in rows if r["host"] == "worker1")["container"])
+        assert "staged" not in log  # served in place, nothing copied
+    finally:
+        tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
