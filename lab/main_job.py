@@ -1,47 +1,106 @@
-"""TARN's main job on the lab: check the cluster TARN runs on and print what it offers.
+"""TARN's main job on the lab: serve the example models through TARN on real YARN.
 
-Later work replaces the body with a model served through TARN; until then the job proves the
-lab is a working YARN cluster: NodeManagers with GPUs, HDFS and ZooKeeper answering.
+Checks the cluster, puts examples/model_repository on HDFS, submits the TARN service with
+`tarn submit` (process runtime: Triton runs on the NodeManagers), waits until every Triton
+instance is READY and infers both models on each over HTTP and gRPC. Run again, it reuses the
+running service. `tarn destroy --service-name tarn-demo …` removes it.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
-import uuid
+import time
+from pathlib import Path
 
 from kazoo.client import KazooClient
 
+from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.clients.webhdfs import WebHdfs
 from tarn.errors import TarnError
 
+ROOT = Path(__file__).resolve().parents[1]
 MASTER = os.environ.get("TARN_LAB_MASTER", "master")
+USER = "tarn"
+SERVICE = "tarn-demo"
+MODELS_ON_HDFS = f"/user/{USER}/models"
+CLUSTER = ["--rm-url", f"http://{MASTER}:8088", "--webhdfs-url", f"http://{MASTER}:9870"]
 
 
-def main() -> int:
-    rm = ResourceManager([f"http://{MASTER}:8088"], user="tarn")
-    hdfs = WebHdfs(f"http://{MASTER}:9870", user="tarn")
-    try:
-        info = rm.cluster_info()
-        print(f"ResourceManager {info['resourceManagerVersion']} is {info['haState']}")
-        for node in rm.nodes():
-            print(f"  NodeManager {node['nodeHostName']}: {node['state']}, yarn.io/gpu={node_gpus(node)}")
-        probe = f"/tmp/tarn-main-job-{uuid.uuid4().hex}"  # noqa: S108 - a path on HDFS
-        hdfs.write(probe, b"tarn")
-        if hdfs.read(probe) != b"tarn":
-            raise TarnError(f"{probe} read back different bytes")
-        hdfs.delete(probe)
-        print("HDFS: WebHDFS write and read back OK")
-    except TarnError as exc:
-        print(f"lab check failed: {exc}", file=sys.stderr)
-        return 1
+def check_cluster(rm: ResourceManager) -> None:
+    info = rm.cluster_info()
+    print(f"ResourceManager {info['resourceManagerVersion']} is {info['haState']}")
+    for node in rm.nodes():
+        print(f"  NodeManager {node['nodeHostName']}: {node['state']}, yarn.io/gpu={node_gpus(node)}")
     zk = KazooClient(hosts=f"{MASTER}:2181", timeout=10)
     zk.start(timeout=30)
     try:
         print(f"ZooKeeper: {zk.command(b'ruok')}")
     finally:
         zk.stop()
+
+
+def upload_models(hdfs: WebHdfs) -> None:
+    local = ROOT / "examples" / "model_repository"
+    files = [p for p in sorted(local.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    for path in files:
+        hdfs.write(f"{MODELS_ON_HDFS}/{path.relative_to(local).as_posix()}", path.read_bytes())
+    print(f"HDFS: {len(files)} files of examples/model_repository in {MODELS_ON_HDFS}")
+
+
+def submit() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tarn", "submit", "--service-name", SERVICE, "--user", USER,
+         "--runtime", "process", "--model-repository", f"hdfs://{MODELS_ON_HDFS}",
+         "--min-instances", "2", "--max-instances", "2", "--memory-mb", "1024", "--vcores", "1",
+         "--controller-memory-mb", "512", *CLUSTER],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode:
+        raise TarnError(done.stderr.strip())
+    print(done.stdout.strip())
+
+
+def ready_hosts(rm: ResourceManager, timeout: float = 300) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = instances_of(rm.service(SERVICE) or {})
+        if len(rows) == 2 and all(r["state"] == "READY" for r in rows):
+            return sorted(str(r["host"]) for r in rows)
+        time.sleep(3)
+    raise TarnError(f"service {SERVICE}: Triton instances not READY after {timeout:.0f}s")
+
+
+def infer(hosts: list[str]) -> None:
+    for host in hosts:
+        for protocol, port in (("http", 8000), ("grpc", 8001)):
+            done = subprocess.run(
+                [sys.executable, str(ROOT / "examples" / "client.py"), "--url", f"{host}:{port}",
+                 "--protocol", protocol, "--wait", "60"],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if done.returncode:
+                raise TarnError(f"inference on {host} over {protocol} failed: {done.stdout}{done.stderr}")
+            for line in done.stdout.strip().splitlines():
+                print(f"  {host}: {line}")
+
+
+def main() -> int:
+    rm = ResourceManager([f"http://{MASTER}:8088"], user=USER)
+    try:
+        check_cluster(rm)
+        if rm.service(SERVICE) is None:
+            upload_models(WebHdfs(f"http://{MASTER}:9870", user=USER))
+            submit()
+        hosts = ready_hosts(rm)
+        print(f"TARN service {SERVICE}: Triton READY on {', '.join(hosts)}")
+        infer(hosts)
+    except TarnError as exc:
+        print(f"main job failed: {exc}", file=sys.stderr)
+        return 1
+    print("the example models are served through TARN on YARN")
     return 0
 
 
