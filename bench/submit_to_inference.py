@@ -1,0 +1,84 @@
+"""Submit → first successful inference on the lab, twice: cold (first submission after the lab
+came up) and warm (the same service destroyed and submitted again: images, jars and the OS page
+cache are warm; the model cache is per application, so the models are staged again).
+
+    python bench/submit_to_inference.py      (needs the lab: make lab-site)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import tritonclient.http as httpclient
+
+from tarn.cli import instances_of
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.webhdfs import WebHdfs
+
+ROOT = Path(__file__).resolve().parents[1]
+USER = "tarn"
+SERVICE = "bench-submit"
+MODELS = f"/user/{USER}/bench-models"
+CLUSTER = ["--rm-url", "http://master:8088", "--webhdfs-url", "http://master:9870"]
+
+
+def tarn(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "tarn", *args], check=True, capture_output=True, text=True)
+
+
+def first_inference(rm: ResourceManager, timeout: float = 600) -> tuple[float, str]:
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        for row in instances_of(rm.service(SERVICE) or {}):
+            if row["state"] != "READY":
+                continue
+            client = httpclient.InferenceServerClient(url=f"{row['host']}:8000", connection_timeout=2)
+            tensor = httpclient.InferInput("INPUT0", [4], "FP32")
+            tensor.set_data_from_numpy(np.arange(4, dtype=np.float32))
+            try:
+                out = client.infer("add_one", [tensor]).as_numpy("OUTPUT0")
+            except Exception:  # noqa: S112 - not serving yet: poll again
+                continue
+            if out is not None and out.tolist() == [1.0, 2.0, 3.0, 4.0]:
+                return time.monotonic() - start, str(row["host"])
+        time.sleep(0.5)
+    sys.exit("no successful inference")
+
+
+def run(label: str, rm: ResourceManager) -> float:
+    tarn("destroy", "--service-name", SERVICE, "--user", USER, *CLUSTER)
+    start = time.monotonic()
+    tarn(
+        "submit", "--service-name", SERVICE, "--user", USER, "--runtime", "process",
+        "--model-repository", f"hdfs://{MODELS}", "--min-instances", "1", "--max-instances", "1",
+        "--memory-mb", "1024", "--vcores", "1", "--controller-memory-mb", "512", *CLUSTER,
+    )  # fmt: skip
+    submitted = time.monotonic() - start
+    seconds, host = first_inference(rm)
+    print(
+        f"{label:<6} submit {submitted:5.1f} s, first inference after {submitted + seconds:6.1f} s (on {host})"
+    )
+    return submitted + seconds
+
+
+def main() -> None:
+    rm = ResourceManager(["http://master:8088"], user=USER)
+    hdfs = WebHdfs("http://master:9870", user=USER)
+    local = ROOT / "examples" / "model_repository"
+    for path in sorted(p for p in local.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        hdfs.write(f"{MODELS}/{path.relative_to(local).as_posix()}", path.read_bytes())
+    try:
+        cold = run("cold", rm)
+        warm = run("warm", rm)
+        print(f"warm / cold = {warm / cold:.2f}")
+    finally:
+        tarn("destroy", "--service-name", SERVICE, "--user", USER, *CLUSTER)
+        hdfs.delete(MODELS, recursive=True)
+
+
+if __name__ == "__main__":
+    main()
