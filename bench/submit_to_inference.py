@@ -59,10 +59,9 @@ def run(label: str, rm: ResourceManager) -> float:
     )  # fmt: skip
     submitted = time.monotonic() - start
     seconds, host = first_inference(rm)
-    print(
-        f"{label:<6} submit {submitted:5.1f} s, first inference after {submitted + seconds:6.1f} s (on {host})"
-    )
-    return submitted + seconds
+    total = submitted + seconds
+    print(f"{label:<6} submit {submitted:5.1f} s, first inference after {total:6.1f} s (on {host})")
+    return total
 
 
 def main() -> None:
