@@ -78,7 +78,7 @@ def infer_everywhere(rows: list[dict[str, Any]], *expect_env: str) -> None:
 
 def container_logs(container_id: str) -> str:
     """Everything YARN and the NodeManagers logged, on both workers, for this test's application."""
-    app = "application_" + "_".join(container_id.split("_")[2:4])
+    app = "application_" + "_".join(container_id.split("_")[1:3])  # container_<ts>_<app>_<attempt>_<n>
     text = []
     for worker in WORKERS:
         done = subprocess.run(
