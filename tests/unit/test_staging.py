@@ -79,7 +79,12 @@ def naive_hdfs_checksum(f: HdfsFile) -> dict[str, Any]:
         crcs = b"".join(struct.pack(">I", crc(block[i : i + bpc])) for i in range(0, len(block), bpc))
         block_md5s += hashlib.md5(crcs, usedforsecurity=False).digest()
     crc_per_block = f.block_size // bpc if len(blocks) > 1 else 0
-    raw = struct.pack(">iq", bpc, crc_per_block) + hashlib.md5(block_md5s, usedforsecurity=False).digest()
+    # HDFS digests its buffer's whole backing array: 32 bytes, doubled until the MD5s fit.
+    capacity = 32
+    while capacity < len(block_md5s):
+        capacity *= 2
+    padded = block_md5s + bytes(capacity - len(block_md5s))
+    raw = struct.pack(">iq", bpc, crc_per_block) + hashlib.md5(padded, usedforsecurity=False).digest()
     return {"algorithm": f"MD5-of-{crc_per_block}MD5-of-{bpc}{f.crc_type}", "bytes": raw.hex(), "length": 28}
 
 
@@ -561,3 +566,25 @@ def test_big_files_are_verified_in_processes(
         assert (report.downloaded, report.unverified) == (5, ())
         assert tree(tmp_path / "models") == expected_tree(hdfs.files)
     assert 13288 not in streamed  # checked in a worker process, not in the download stream
+
+
+# Known answers from a real HDFS (the lab's Hadoop 3.4.2): GETFILECHECKSUM of these contents.
+HADOOP_3_4_2_ANSWERS = [
+    # one block: the block MD5 is followed by 16 zero bytes of buffer before the file MD5
+    (bytes(range(256)) * 4096 + b"tail", 134217728, "MD5-of-0MD5-of-512CRC32C",
+     "000002000000000000000000e59f8ff9911e60bd765761bd6a6ea34000000000", 28),
+    # four blocks of 1 MiB (written with blocksize=1048576): 64 bytes of MD5s, no padding
+    (bytes((i * 7) % 251 for i in range(3 * 1048576 + 1000)), 1048576, "MD5-of-2048MD5-of-512CRC32C",
+     "000002000000000000000800f1398b9a92ef13a5082fb92213bb9ecb00000000", 28),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("data", "block_size", "algorithm", "hex_bytes", "length"), HADOOP_3_4_2_ANSWERS)
+def test_checksum_matches_a_real_hdfs(
+    data: bytes, block_size: int, algorithm: str, hex_bytes: str, length: int
+) -> None:
+    expected = parse_checksum(FileChecksum(algorithm, hex_bytes, length))
+    assert expected is not None
+    hasher = Md5Md5CrcHasher(expected.crc_type, expected.bytes_per_crc, block_size)
+    hasher.update(data)
+    assert hasher.digest() == expected.md5

@@ -344,6 +344,11 @@ def _remote_error(exc: urllib.error.HTTPError) -> WebHdfsError:
 # is then MD5( MD5(CRCs of block 1) || MD5(CRCs of block 2) || … ), serialized as
 # bytesPerCRC (int32) || crcPerBlock (int64) || MD5 (16 bytes), and named
 # "MD5-of-<crcPerBlock>MD5-of-<bytesPerCRC><CRC32|CRC32C>". crcPerBlock is 0 for a one-block file.
+#
+# One quirk, checked against Hadoop 3.4.2: the client digests the *whole backing array* of the
+# buffer holding the block MD5s (DataOutputBuffer.getData()), not just the bytes written. That
+# array starts at 32 bytes and doubles as it fills, so the block MD5s are followed by zero
+# bytes up to that capacity: one block is MD5(blockMD5 || 16 zero bytes).
 
 
 @dataclass(frozen=True)
@@ -363,6 +368,9 @@ def parse_checksum(checksum: FileChecksum) -> Md5Md5Crc | None:
     """The checksum's parameters, or None for an algorithm this module cannot recompute."""
     match = _MD5MD5CRC.fullmatch(checksum.algorithm)
     raw = bytes.fromhex(checksum.bytes) if re.fullmatch(r"[0-9a-f]*", checksum.bytes) else b""
+    # The NameNode hex-encodes its whole buffer: only the first `length` bytes are the checksum
+    # (seen on Hadoop 3.4.2: 32 bytes for a 28-byte checksum, the rest zero).
+    raw = raw[: checksum.length] if checksum.length else raw
     if not match or len(raw) != 28:
         return None
     crc_per_block, bytes_per_crc, crc_type = int(match[1]), int(match[2]), match[3]
@@ -472,8 +480,8 @@ class Md5Md5CrcHasher:
         self._bytes_per_crc = bytes_per_crc
         self._block_size = block_size
         self._segment = max(1, self.SEGMENT // max(bytes_per_crc, 1)) * max(bytes_per_crc, 1)
-        self._file = hashlib.md5(usedforsecurity=False)  # HDFS's checksum format (and FIPS-safe)
-        self._block = hashlib.md5(usedforsecurity=False)
+        self._block_md5s = bytearray()
+        self._block = hashlib.md5(usedforsecurity=False)  # HDFS's checksum format (and FIPS-safe)
         self._in_block = 0
         self._pending = bytearray()
 
@@ -489,7 +497,7 @@ class Md5Md5CrcHasher:
             self._consume(len(self._pending))
         if self._in_block:
             self._end_block()
-        return self._file.digest()
+        return hashlib.md5(_as_hdfs_buffer(bytes(self._block_md5s)), usedforsecurity=False).digest()
 
     def _consume(self, most: int) -> None:
         """Checksum up to `most` pending bytes, never across a block boundary."""
@@ -502,9 +510,17 @@ class Md5Md5CrcHasher:
             self._end_block()
 
     def _end_block(self) -> None:
-        self._file.update(self._block.digest())
+        self._block_md5s += self._block.digest()
         self._block = hashlib.md5(usedforsecurity=False)
         self._in_block = 0
+
+
+def _as_hdfs_buffer(written: bytes) -> bytes:
+    """`written` zero-padded to the capacity of the Java buffer that held it (32, doubling)."""
+    capacity = 32
+    while capacity < len(written):
+        capacity *= 2
+    return written.ljust(capacity, b"\0")
 
 
 def checksum_block_size(checksum: Md5Md5Crc, status: FileStatus) -> int:
