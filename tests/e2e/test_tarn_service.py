@@ -152,6 +152,11 @@ def test_models_from_hdfs_with_secrets(
         for value in (token_value, foo_value, api_token, STORE_PASSWORD):
             assert value not in everything
         assert "Started GRPCInferenceService" in everything  # the container logs were really read
+        staged = container_log(
+            "tarn-lab-worker2", next(r for r in rows if r["host"] == "worker2")["container"]
+        )
+        assert "downloaded" in staged
+        assert "not content-verified" not in staged  # every file checked against HDFS's checksum
 
         # A restarted instance finds every file in the node's cache: nothing is downloaded again.
         first = next(r for r in rows if r["host"] == "worker1")
