@@ -90,8 +90,18 @@ def container_logs(container_id: str) -> str:
     return "\n".join(text)
 
 
-def replaced(rows: list[dict[str, Any]] | None, old_container: str) -> list[dict[str, Any]] | None:
-    return rows if rows and old_container not in {r["container"] for r in rows} else None
+def restarted(rows: list[dict[str, Any]] | None, pid: str, old_pid: str) -> list[dict[str, Any]] | None:
+    return rows if rows and pid and pid != old_pid else None
+
+
+def triton_pid(worker: str) -> str:
+    done = subprocess.run(
+        ["podman", "exec", worker, "pgrep", "-f", "bin/tritonserver"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip()
 
 
 def kill_triton(worker: str) -> None:
@@ -159,12 +169,13 @@ def test_models_from_hdfs_with_secrets(
         assert "not content-verified" not in staged  # every file checked against HDFS's checksum
 
         # A restarted instance finds every file in the node's cache: nothing is downloaded again.
-        first = next(r for r in rows if r["host"] == "worker1")
+        # YARN relaunches it in its container or starts a new one: either way a new tritonserver.
+        before = triton_pid("tarn-lab-worker1")
         kill_triton("tarn-lab-worker1")
         rows = wait_for(
-            lambda: replaced(ready_instances(rm, name, 2), first["container"]),
+            lambda: restarted(ready_instances(rm, name, 2), triton_pid("tarn-lab-worker1"), before),
             timeout=300,
-            what="the killed instance to come back in a new container",
+            what="the killed instance to be READY again with a new tritonserver",
             every=3,
         )
         again = next(r for r in rows if r["host"] == "worker1")
