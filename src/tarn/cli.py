@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tarn import payload
-from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.resourcemanager import ResourceManager, spnego
 from tarn.clients.webhdfs import WebHdfs
 from tarn.config import ConfigArgumentParser, TarnConfig, add_config_arguments, config_from_namespace
 from tarn.errors import ClusterError, ConfigError, TarnError
@@ -35,6 +35,7 @@ def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--rm-url", action="append", help="ResourceManager web URL (repeat for RM HA)")
     cluster.add_argument("--webhdfs-url", help="NameNode HTTP URL, e.g. http://nn:9870")
     cluster.add_argument("--conf-dir", help="Hadoop client configuration (default $HADOOP_CONF_DIR)")
+    cluster.add_argument("--kerberos", action="store_true", help="SPNEGO with the ticket from kinit")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -78,7 +79,7 @@ def _conf_dir(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
 
 def resource_manager(args: argparse.Namespace, user: str, environ: Mapping[str, str]) -> ResourceManager:
     urls = args.rm_url or rm_web_urls(read_properties(_conf_dir(args, environ) / "yarn-site.xml"))
-    return ResourceManager(urls, user=user)
+    return ResourceManager(urls, user=user, auth=spnego() if args.kerberos else None)
 
 
 def web_hdfs(args: argparse.Namespace, user: str, environ: Mapping[str, str]) -> WebHdfs:
@@ -86,7 +87,7 @@ def web_hdfs(args: argparse.Namespace, user: str, environ: Mapping[str, str]) ->
     url = args.webhdfs_url or webhdfs_url(
         read_properties(conf / "hdfs-site.xml"), read_properties(conf / "core-site.xml")
     )
-    return WebHdfs(url, user=user)
+    return WebHdfs(url, user=user, auth=spnego() if args.kerberos else None)
 
 
 def _user(args: argparse.Namespace, environ: Mapping[str, str]) -> str:

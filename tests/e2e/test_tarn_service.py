@@ -19,6 +19,7 @@ import pytest
 
 from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.triton import Triton
 from tarn.clients.webhdfs import WebHdfs
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for
@@ -150,6 +151,13 @@ def test_models_from_hdfs_with_secrets(
         )
         assert sorted(r["host"] for r in rows) == ["worker1", "worker2"]
         infer_everywhere(rows, "HUGGING_FACE_HUB_TOKEN=set", "FOO=set", "TARN_NOT_SET=unset")
+        for row in rows:  # TARN's own Triton client, as the controller will use it
+            triton = Triton(str(row["host"]))
+            assert triton.ready()
+            index = {m["name"]: m["state"] for m in triton.repository_index()}
+            assert index == {"add_one": "READY", "linear_onnx": "READY", "env_probe": "READY"}
+            assert triton.model_metadata("add_one")["inputs"][0]["name"] == "INPUT0"
+            assert "nv_inference_request_success" in triton.metrics()
 
         for command in ("status", "instances"):
             shown = tarn(command, "--service-name", name, "--user", LAB_USER, *CLUSTER)

@@ -101,3 +101,14 @@ def test_node_gpus(capacity: int | None, used: int | None, expected_total: int, 
     node = {"totalResource": resources(capacity), "usedResource": resources(used)}
     assert node_gpus(node) == expected_total
     assert node_gpus(node, "usedResource") == expected_used
+
+
+def test_kerberos_without_gssapi_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from tarn.clients.resourcemanager import spnego
+    from tarn.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "requests_gssapi", None)  # as if not installed
+    with pytest.raises(ConfigError, match="requests-gssapi"):
+        spnego()

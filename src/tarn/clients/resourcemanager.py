@@ -1,6 +1,7 @@
 """YARN ResourceManager REST: cluster state (/ws/v1) and the YARN Services API (/app/v1).
 
-Simple authentication passes the user as ``user.name``. With RM HA, every RM URL is tried in
+Simple authentication passes the user as ``user.name``; on a Kerberized cluster pass a requests
+auth object (``spnego()``: SPNEGO with the caller's ticket). With RM HA, every RM URL is tried in
 turn and the one that answered is remembered: a standby RM redirects or refuses API calls.
 """
 
@@ -9,20 +10,24 @@ from __future__ import annotations
 from typing import Any
 
 import requests
+import requests.auth
 
-from tarn.errors import ClusterError
+from tarn.errors import ClusterError, ConfigError
 
 JSON = dict[str, Any]
 
 
 class ResourceManager:
-    def __init__(self, urls: list[str], user: str, timeout: float = 30.0) -> None:
+    def __init__(
+        self, urls: list[str], user: str, timeout: float = 30.0, auth: requests.auth.AuthBase | None = None
+    ) -> None:
         if not urls:
             raise ValueError("at least one ResourceManager URL is needed")
         self._urls = [u.rstrip("/") for u in urls]
         self._user = user
         self._timeout = timeout
         self._session = requests.Session()
+        self._session.auth = auth
 
     # ---- transport: one request against the active RM, failing over on connection errors
     def _request(self, method: str, path: str, body: JSON | None = None) -> requests.Response:
@@ -96,6 +101,18 @@ class ResourceManager:
         if reply.status_code in (400, 404) and "doesn't exist" in _diagnostics(reply):
             return False
         raise ClusterError(f"DELETE service {name} answered {reply.status_code}: {_diagnostics(reply)}")
+
+
+def spnego() -> requests.auth.AuthBase:
+    """SPNEGO (Kerberos) for the RM and WebHDFS, from the caller's ticket cache (kinit)."""
+    try:
+        from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth  # only on Kerberized clusters
+    except ImportError as exc:
+        raise ConfigError(
+            "--kerberos: needs the requests-gssapi package; pip install requests-gssapi"
+        ) from exc
+    auth: requests.auth.AuthBase = HTTPSPNEGOAuth(mutual_authentication=OPTIONAL)
+    return auth
 
 
 def node_gpus(node: JSON, which: str = "totalResource") -> int:

@@ -5,16 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 import requests
+import requests.auth
 
 from tarn.errors import ClusterError
 
 
 class WebHdfs:
-    def __init__(self, url: str, user: str, timeout: float = 60.0) -> None:
+    def __init__(
+        self, url: str, user: str, timeout: float = 60.0, auth: requests.auth.AuthBase | None = None
+    ) -> None:
         self._base = url.rstrip("/") + "/webhdfs/v1"
         self._user = user
         self._timeout = timeout
         self._session = requests.Session()
+        self._session.auth = auth  # SPNEGO on a Kerberized cluster (tarn.clients.resourcemanager.spnego)
 
     def _url(self, path: str) -> str:
         if not path.startswith("/"):
