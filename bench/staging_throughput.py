@@ -53,7 +53,7 @@ def sequential_read(client: WebHdfsClient, path: str) -> tuple[int, int, float]:
 
 
 def one_round(args: argparse.Namespace, client: WebHdfsClient, source: str, path: str) -> Round:
-    _, _, sequential_s = sequential_read(client, path)
+    _files, _total, sequential_s = sequential_read(client, path)
     options = {"verify_limit": args.verify_limit, "verify_processes": args.verify_processes}
     with tempfile.TemporaryDirectory(prefix="tarn-bench-") as scratch:
         target, cache = Path(scratch) / "models", Path(scratch) / "cache"
@@ -77,8 +77,8 @@ def crc_throughput() -> tuple[float, float]:
 
 
 def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: str) -> None:
-    files, total, _ = sequential_read(client, path)  # also a warm-up of both ends
-    rounds = [one_round(args, client, source, path) for _ in range(args.rounds)]
+    files, total, _seconds = sequential_read(client, path)  # also a warm-up of both ends
+    rounds = [one_round(args, client, source, path) for _round in range(args.rounds)]
     sequential_s = min(r.sequential_s for r in rounds)
     cold = min((r.cold for r in rounds), key=lambda r: r.seconds)
     warm = min((r.warm for r in rounds), key=lambda r: r.seconds)

@@ -55,7 +55,7 @@ def crc32c_bitwise(data: bytes) -> int:
     crc = 0xFFFFFFFF
     for byte in data:
         crc ^= byte
-        for _ in range(8):
+        for _bit in range(8):
             crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
     return crc ^ 0xFFFFFFFF
 
@@ -417,7 +417,8 @@ def test_corrupt_bytes_fail_and_leave_nothing(hdfs: FakeHdfs, client: WebHdfsCli
     ):
         stage(client, tmp_path, workers=1)
     assert not (tmp_path / "models").exists()
-    assert [p for p, _ in hdfs.opens].count("/models/onnx/1/model.onnx") == 2  # one more try, then give up
+    # one more try, then give up
+    assert [p for p, _offset in hdfs.opens].count("/models/onnx/1/model.onnx") == 2
     cache = tmp_path / "cache"
     manifest = (
         json.loads((cache / "manifest.json").read_text())["files"]

@@ -255,7 +255,7 @@ class _JavaStreamParser:
         self.reader.take(8)  # serialVersionUID
         handle = self._assign(None)  # reserved now: the field type strings come after it
         flags = self.reader.u8()
-        fields = tuple(self._read_field_desc(depth) for _ in range(self.reader.u16()))
+        fields = tuple(self._read_field_desc(depth) for _field in range(self.reader.u16()))
         self._skip_annotations(depth)
         superclass = self.read_class_desc(depth + 1)
         desc = JavaClass(name, flags, fields, superclass)
@@ -328,7 +328,7 @@ class _JavaStreamParser:
         else:
             items: list[JavaValue] = []
             self.handles[handle] = items  # elements may refer back to the array
-            for _ in range(size):
+            for _item in range(size):
                 items.append(self._read_field_value(component, depth))
             value = items
         self.handles[handle] = value
@@ -554,7 +554,7 @@ _new_md5 = _md5_constructor()
 
 def _md5_chain(first: bytes, password: bytes, iterations: int) -> bytes:
     digest = first
-    for _ in range(iterations):
+    for _round in range(iterations):
         digest = _new_md5(digest + password).digest()
     return digest
 
@@ -618,7 +618,7 @@ def _parse_entries(reader: _Reader) -> list[_SealedEntry]:
     if count < 0:
         raise JceksError("keystore is corrupt (negative entry count)")
     sealed_entries = []
-    for _ in range(count):
+    for _entry in range(count):
         tag = reader.i32()
         alias = reader.utf()
         reader.i64()  # creation date
@@ -626,7 +626,7 @@ def _parse_entries(reader: _Reader) -> list[_SealedEntry]:
             sealed_entries.append(_SealedEntry(alias, read_java_object(reader)))
         elif tag == _PRIVATE_KEY_TAG:  # not a secret: skip the protected key and its chain
             reader.take(reader.i32())
-            for _ in range(reader.i32()):
+            for _cert in range(reader.i32()):
                 _skip_certificate(reader, version)
         elif tag == _TRUSTED_CERT_TAG:
             _skip_certificate(reader, version)

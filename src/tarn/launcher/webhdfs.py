@@ -388,7 +388,7 @@ def _crc32c_table() -> list[int]:
     table = []
     for byte in range(256):
         crc = byte
-        for _ in range(8):
+        for _bit in range(8):
             crc = (crc >> 1) ^ _CRC32C_POLY if crc & 1 else crc >> 1
         table.append(crc)
     return table
