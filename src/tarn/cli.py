@@ -115,7 +115,7 @@ STORE_PASSWORD_ENV = "HADOOP_CREDSTORE_PASSWORD"  # noqa: S105 - the name of a v
 def planned_artifacts(config: TarnConfig, environ: Mapping[str, str]) -> Artifacts:
     """hdfs:/// URIs (the cluster's default file system) of the files `submit` uploads."""
     base = f"hdfs://{artifact_dir(_required_user(config.user), config.service_name)}"
-    token = f"{base}/token" if config.token is not None else None
+    token = f"{base}/token" if config.token is not None or config.token_file is not None else None
     store_password = (
         f"{base}/secrets.password" if config.secrets and environ.get(STORE_PASSWORD_ENV) else None
     )
@@ -149,10 +149,10 @@ def submit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             "use `tarn scale`, or `tarn destroy` it first"
         )
     hdfs = web_hdfs(args, user, environ)
-    _upload(hdfs, config, artifacts, environ)
     try:
+        _upload(hdfs, config, artifacts, environ)
         reply = rm.create_service(spec)
-    except TarnError:
+    except (TarnError, OSError):
         hdfs.delete(artifact_dir(user, config.service_name), recursive=True)  # nothing half-deployed
         raise
     print(f"submitted service {config.service_name}: {reply.get('diagnostics', reply.get('state', ''))}")
@@ -163,12 +163,17 @@ def _upload(hdfs: WebHdfs, config: TarnConfig, artifacts: Artifacts, environ: Ma
     hdfs.mkdirs(artifact_dir(_required_user(config.user), config.service_name), permission="700")
     hdfs.write(_hdfs_path(artifacts.payload), payload.controller_zipapp(), permission="600")
     hdfs.write(_hdfs_path(artifacts.launcher), payload.launcher_zipapp(), permission="600")
-    if artifacts.token_file is not None and config.token is not None:
-        token = config.token.reveal().encode()
-        hdfs.write(_hdfs_path(artifacts.token_file), token, permission="600")
+    if artifacts.token_file is not None:
+        hdfs.write(_hdfs_path(artifacts.token_file), _token_bytes(config), permission="600")
     if artifacts.secrets_password_file is not None:
         password = environ[STORE_PASSWORD_ENV].encode()
         hdfs.write(_hdfs_path(artifacts.secrets_password_file), password, permission="600")
+
+
+def _token_bytes(config: TarnConfig) -> bytes:
+    if config.token is not None:
+        return config.token.reveal().encode()
+    return Path(str(config.token_file)).read_bytes().strip()
 
 
 # ---- the other commands
@@ -271,6 +276,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         return COMMANDS[args.command](args, env)
     except ConfigError as exc:
         print(f"tarn: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a local file named by a flag (--token-file)
+        print(f"tarn: error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 2
     except TarnError as exc:
         print(f"tarn: error: {exc}", file=sys.stderr)
