@@ -67,9 +67,7 @@ def run(label: str, rm: ResourceManager) -> float:
 def main() -> None:
     rm = ResourceManager(["http://master:8088"], user=USER)
     hdfs = WebHdfs("http://master:9870", user=USER)
-    local = ROOT / "examples" / "model_repository"
-    for path in sorted(p for p in local.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        hdfs.write(f"{MODELS}/{path.relative_to(local).as_posix()}", path.read_bytes())
+    hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS)
     try:
         cold = run("cold", rm)
         warm = run("warm", rm)

@@ -43,11 +43,8 @@ def check_cluster(rm: ResourceManager) -> None:
 
 
 def upload_models(hdfs: WebHdfs) -> None:
-    local = ROOT / "examples" / "model_repository"
-    files = [p for p in sorted(local.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
-    for path in files:
-        hdfs.write(f"{MODELS_ON_HDFS}/{path.relative_to(local).as_posix()}", path.read_bytes())
-    print(f"HDFS: {len(files)} files of examples/model_repository in {MODELS_ON_HDFS}")
+    count = hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
+    print(f"HDFS: {count} files of examples/model_repository in {MODELS_ON_HDFS}")
 
 
 def submit() -> None:

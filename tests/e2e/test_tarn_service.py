@@ -42,12 +42,6 @@ def tarn(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     )
 
 
-def upload_tree(hdfs: WebHdfs, local: Path, remote: str) -> None:
-    for path in sorted(local.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            hdfs.write(f"{remote}/{path.relative_to(local).as_posix()}", path.read_bytes())
-
-
 def make_jceks(tmp: Path, entries: dict[str, str]) -> Path:
     store = tmp / "secrets.jceks"
     for alias, value in entries.items():
@@ -120,7 +114,7 @@ def container_log(worker: str, container_id: str) -> str:
 @pytest.fixture(scope="module")
 def hdfs_models(hdfs: WebHdfs) -> Iterator[str]:
     remote = f"/user/{LAB_USER}/e2e-models-{uuid.uuid4().hex[:8]}"
-    upload_tree(hdfs, MODELS, remote)
+    hdfs.upload_tree(MODELS, remote)
     yield remote
     hdfs.delete(remote, recursive=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -71,3 +72,10 @@ class WebHdfs:
     def delete(self, path: str, recursive: bool = False) -> bool:
         reply = self._call("DELETE", path, "DELETE", ok=(200,), recursive=str(recursive).lower())
         return bool(reply.json()["boolean"])
+
+    def upload_tree(self, local: Path, remote: str) -> int:
+        """Copy every file under `local` to the same relative path under `remote`; the count copied."""
+        files = [p for p in sorted(local.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+        for path in files:
+            self.write(f"{remote}/{path.relative_to(local).as_posix()}", path.read_bytes())
+        return len(files)
