@@ -112,9 +112,9 @@ def artifact_dir(user: str, service_name: str) -> str:
 STORE_PASSWORD_ENV = "HADOOP_CREDSTORE_PASSWORD"  # noqa: S105 - the name of a variable
 
 
-def planned_artifacts(config: TarnConfig, environ: Mapping[str, str]) -> Artifacts:
+def planned_artifacts(config: TarnConfig, user: str, environ: Mapping[str, str]) -> Artifacts:
     """hdfs:/// URIs (the cluster's default file system) of the files `submit` uploads."""
-    base = f"hdfs://{artifact_dir(_required_user(config.user), config.service_name)}"
+    base = f"hdfs://{artifact_dir(user, config.service_name)}"
     token = f"{base}/token" if config.token is not None or config.token_file is not None else None
     store_password = (
         f"{base}/secrets.password" if config.secrets and environ.get(STORE_PASSWORD_ENV) else None
@@ -133,7 +133,8 @@ def _hdfs_path(uri: str) -> str:
 
 def submit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     config = config_from_namespace(args, environ)
-    artifacts = planned_artifacts(config, environ)
+    user = _required_user(config.user)
+    artifacts = planned_artifacts(config, user, environ)
     spec = build_service_spec(config, artifacts)  # validates everything before any contact
     for note in config.notes:
         print(f"tarn: note: {note}", file=sys.stderr)
@@ -141,7 +142,6 @@ def submit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         print(json.dumps(spec, indent=2, sort_keys=True))
         return 0
 
-    user = _required_user(config.user)
     rm = resource_manager(args, user, environ)
     if rm.service(config.service_name) is not None:
         raise ClusterError(
@@ -149,18 +149,21 @@ def submit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             "use `tarn scale`, or `tarn destroy` it first"
         )
     hdfs = web_hdfs(args, user, environ)
+    directory = artifact_dir(user, config.service_name)
     try:
-        _upload(hdfs, config, artifacts, environ)
+        _upload(hdfs, directory, config, artifacts, environ)
         reply = rm.create_service(spec)
     except (TarnError, OSError):
-        hdfs.delete(artifact_dir(user, config.service_name), recursive=True)  # nothing half-deployed
+        hdfs.delete(directory, recursive=True)  # nothing half-deployed
         raise
     print(f"submitted service {config.service_name}: {reply.get('diagnostics', reply.get('state', ''))}")
     return 0
 
 
-def _upload(hdfs: WebHdfs, config: TarnConfig, artifacts: Artifacts, environ: Mapping[str, str]) -> None:
-    hdfs.mkdirs(artifact_dir(_required_user(config.user), config.service_name), permission="700")
+def _upload(
+    hdfs: WebHdfs, directory: str, config: TarnConfig, artifacts: Artifacts, environ: Mapping[str, str]
+) -> None:
+    hdfs.mkdirs(directory, permission="700")
     hdfs.write(_hdfs_path(artifacts.payload), payload.controller_zipapp(), permission="600")
     hdfs.write(_hdfs_path(artifacts.launcher), payload.launcher_zipapp(), permission="600")
     if artifacts.token_file is not None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tarn.errors import ConfigError
-from tarn.launcher.hadoop_site import read_properties
+from tarn.launcher.hadoop_site import namenode_http_url, read_properties
+from tarn.launcher.webhdfs import namenode_location
 
 __all__ = ["read_properties", "rm_web_urls", "webhdfs_url"]
 
@@ -43,14 +44,14 @@ def _rm_address(site: Properties, key: str, port: int, suffix: str, scheme: str)
 
 
 def webhdfs_url(hdfs_site: Properties, core_site: Properties) -> str:
-    """The NameNode's HTTP address (non-HA; with HA pass --webhdfs-url)."""
-    address = hdfs_site.get("dfs.namenode.http-address")
-    if not address:
-        default_fs = core_site.get("fs.defaultFS", "")
-        host = default_fs.removeprefix("hdfs://").split(":")[0].split("/")[0]
-        if not host:
-            raise ConfigError(
-                "--webhdfs-url: no dfs.namenode.http-address in hdfs-site.xml; pass --webhdfs-url"
-            )
-        address = f"{host}:9870"
-    return f"http://{address}"
+    """The NameNode's HTTP address (non-HA; with HA pass --webhdfs-url), found as the launcher finds it:
+    dfs.namenode.http-address, else the host of fs.defaultFS on the default HTTP port."""
+    try:
+        url, _root = namenode_location(
+            "hdfs:///", namenode_http_url(hdfs_site), core_site.get("fs.defaultFS")
+        )
+    except ValueError as exc:
+        raise ConfigError(
+            "--webhdfs-url: no dfs.namenode.http-address in hdfs-site.xml; pass --webhdfs-url"
+        ) from exc
+    return url

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -16,3 +17,9 @@ def read_properties(path: Path) -> dict[str, str]:
         for prop in root.iter("property")
         if (name := prop.findtext("name"))
     }
+
+
+def namenode_http_url(hdfs_site: Mapping[str, str]) -> str | None:
+    """The NameNode's HTTP (WebHDFS) URL from hdfs-site.xml, when it names one (non-HA)."""
+    address = hdfs_site.get("dfs.namenode.http-address")
+    return f"http://{address}" if address else None

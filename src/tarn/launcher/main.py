@@ -19,7 +19,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tarn.launcher.hadoop_site import read_properties
+from tarn.launcher.hadoop_site import namenode_http_url, read_properties
 from tarn.launcher.secrets import keystore_password, load_environment_from_jceks
 from tarn.launcher.staging import StagingError, resolve_repository
 from tarn.launcher.webhdfs import SimpleAuth, WebHdfsClient, namenode_location
@@ -73,11 +73,7 @@ def webhdfs_location(args: argparse.Namespace, environ: Mapping[str, str]) -> tu
     conf = Path(environ.get("HADOOP_CONF_DIR", "/etc/hadoop/conf"))
     hdfs_site = read_properties(conf / "hdfs-site.xml")
     default_fs = read_properties(conf / "core-site.xml").get("fs.defaultFS")
-    http = args.webhdfs_url or (
-        f"http://{hdfs_site['dfs.namenode.http-address']}"
-        if "dfs.namenode.http-address" in hdfs_site
-        else None
-    )
+    http = args.webhdfs_url or namenode_http_url(hdfs_site)
     return namenode_location(args.model_repository, http, default_fs)
 
 
