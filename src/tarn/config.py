@@ -132,6 +132,10 @@ class TarnConfig:
     min_instances: int = 1
     max_instances: int = 4
     cooldown_ms: int = 60000
+    # the controller's loop (not in the seeds: their loop ran every 15-30 s and had no drain)
+    tick_seconds: float = 2.0
+    concurrency_per_instance: float = 4.0  # requests in flight that count as load 1.0
+    drain_timeout_s: int = 30  # longest wait for a drained instance to go idle
     jar: str | None = None  # accepted for compatibility, ignored
     env: tuple[tuple[str, str], ...] = ()
     # discovery and authorization
@@ -263,6 +267,16 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     scale.add_argument("--min-instances", type=int, default=d.min_instances)
     scale.add_argument("--max-instances", type=int, default=d.max_instances)
     scale.add_argument("--cooldown", dest="cooldown_ms", type=int, default=d.cooldown_ms, help="ms")
+    scale.add_argument("--tick-seconds", type=float, default=d.tick_seconds, help="control loop period (2)")
+    scale.add_argument(
+        "--concurrency-per-instance",
+        type=float,
+        default=d.concurrency_per_instance,
+        help="requests in flight per instance that count as full load (default 4)",
+    )
+    scale.add_argument(
+        "--drain-timeout", dest="drain_timeout_s", type=int, default=d.drain_timeout_s, help="seconds"
+    )
 
     discovery = parser.add_argument_group("discovery and authorization")
     discovery.add_argument("--zk-ensemble", help="host:port[,host:port…]")
@@ -318,6 +332,9 @@ def config_from_namespace(namespace: argparse.Namespace, environ: Mapping[str, s
         min_instances=ns["min_instances"],
         max_instances=ns["max_instances"],
         cooldown_ms=ns["cooldown_ms"],
+        tick_seconds=ns["tick_seconds"],
+        concurrency_per_instance=ns["concurrency_per_instance"],
+        drain_timeout_s=ns["drain_timeout_s"],
         jar=ns["jar"],
         env=parse_env(ns["env"] or ()),
         zk_ensemble=ns["zk_ensemble"],
@@ -413,6 +430,9 @@ _PLAIN_FLAGS = (
     "min_instances",
     "max_instances",
     "cooldown_ms",
+    "tick_seconds",
+    "concurrency_per_instance",
+    "drain_timeout_s",
     "zk_path",
     "ranger_app_id",
     "docker_network",
@@ -420,7 +440,8 @@ _PLAIN_FLAGS = (
 
 
 def _flag(name: str) -> str:
-    return "--cooldown" if name == "cooldown_ms" else "--" + name.replace("_", "-")
+    renamed = {"cooldown_ms": "--cooldown", "drain_timeout_s": "--drain-timeout"}
+    return renamed.get(name, "--" + name.replace("_", "-"))
 
 
 def _split_commas(items: Iterable[str]) -> tuple[str, ...]:
@@ -621,6 +642,12 @@ def _check_scaling(c: TarnConfig) -> None:
         )
     if c.cooldown_ms < 0:
         _fail("--cooldown", f"{c.cooldown_ms} is negative", "give milliseconds, 0 or more")
+    if not 0.2 <= c.tick_seconds <= 300:
+        _fail("--tick-seconds", f"{c.tick_seconds} is outside [0.2, 300]", "give seconds, e.g. 2")
+    if not c.concurrency_per_instance > 0:
+        _fail("--concurrency-per-instance", f"{c.concurrency_per_instance} is not positive", "give e.g. 4")
+    if c.drain_timeout_s < 0:
+        _fail("--drain-timeout", f"{c.drain_timeout_s} is negative", "give seconds, 0 or more")
 
 
 def _check_secrets(c: TarnConfig) -> None:

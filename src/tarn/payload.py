@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import sys
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
 # Pure-Python distributions the controller imports (compiled modules cannot load from a zip;
 # charset_normalizer ships .py twins of its compiled parts).
-CONTROLLER_LIBRARIES = ("requests", "urllib3", "idna", "charset_normalizer", "certifi", "kazoo")
+CONTROLLER_LIBRARIES = (
+    "requests",
+    "urllib3",
+    "idna",
+    "charset_normalizer",
+    "certifi",
+    "kazoo",
+    "prometheus_client",
+)
 
 
 def launcher_zipapp() -> bytes:
@@ -64,3 +73,25 @@ def _zipapp(files: Iterable[tuple[Path, str]], main: str) -> bytes:
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, path.read_bytes())
     return buffer.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tarn.payload OUT``: write the controller zipapp (tarn.pyz) to OUT.
+
+    The haproxy role builds the sync's tarn.pyz this way; every library must be present, or the
+    zipapp would fail only on the node that runs it.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m tarn.payload OUT", file=sys.stderr)
+        return 2
+    missing = [name for name in CONTROLLER_LIBRARIES if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"tarn.payload: missing {', '.join(missing)}: pip install 'tarn[controller]'", file=sys.stderr)
+        return 1
+    Path(args[0]).write_bytes(controller_zipapp())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -89,9 +89,32 @@ class ResourceManager:
         body = {"number_of_containers": count}
         return self._json("PUT", f"/app/v1/services/{name}/components/{component}", body)
 
+    def decommission(self, name: str, component: str, instances: list[str]) -> JSON:
+        """Remove exactly these component instances (e.g. triton-3); the count drops by as many."""
+        body = {"components": [{"name": component, "decommissioned_instances": instances}]}
+        return self._json("PUT", f"/app/v1/services/{name}", body, ok=(200, 202))
+
     def set_state(self, name: str, state: str) -> JSON:
         """STOPPED stops every container and keeps the service definition; STARTED starts it again."""
         return self._json("PUT", f"/app/v1/services/{name}", {"state": state}, ok=(200, 202))
+
+    def initiate_upgrade(self, spec: JSON) -> JSON:
+        """Start a YARN service upgrade to ``spec`` (its ``version`` must differ from the running one).
+
+        The service goes to UPGRADING; nothing restarts until each instance is upgraded
+        (:meth:`upgrade_instance`). Auto-finalized: once every instance of the changed components
+        runs the new version, YARN makes it the service's definition and the service STABLE again.
+        The RM must run with ``yarn.service.upgrade.enabled=true``.
+        """
+        body = {**spec, "state": "UPGRADING_AUTO_FINALIZE"}
+        return self._json("PUT", f"/app/v1/services/{spec['name']}", body, ok=(200, 202, 204))
+
+    def upgrade_instance(self, name: str, component: str, instance: str) -> None:
+        """Relaunch one component instance (e.g. ``triton-1``) with the upgraded spec."""
+        path = f"/app/v1/services/{name}/components/{component}/component-instances/{instance}"
+        self._json(
+            "PUT", path, {"component_instance_name": instance, "state": "UPGRADING"}, ok=(200, 202, 204)
+        )
 
     def destroy(self, name: str) -> bool:
         """Stop and remove the service; False when there was none (the RM answers 400 then)."""

@@ -1,48 +1,246 @@
 """The controller's HTTP API on --address:--am-port.
 
-So far it answers /health, which YARN's readiness check calls (it needs no token). The control
-loop (observe, register in ZooKeeper, scale, /instances, /metrics, /dashboard) comes with the
-controller work; until then every other path answers 404.
+| path | method | token | answers |
+|---|---|---|---|
+| /health | GET | no | 200 while the API runs (YARN's readiness check) |
+| /instances | GET | yes | JSON, or text/plain `ip:port` lines (Accept or ?format=text) |
+| /instances/<name>/drain | POST, DELETE | yes | drain an instance (waits until idle) / undrain it |
+| /metrics | GET | yes, ?token= too | Prometheus text |
+| /dashboard | GET | yes, ?token= too | HTML |
+| /config | GET | yes | the configuration, secrets redacted |
+
+The token is compared in constant time; ``?token=`` is accepted only where a header cannot be
+set (Grafana's data source URL, a browser), and is weaker: URLs end up in histories and logs.
+Request lines are never logged for that reason.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
+import threading
+import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
-from tarn.config import TarnConfig
+from tarn.controller.dashboard import render_dashboard
+from tarn.controller.loop import Controller
+from tarn.controller.metrics import metrics_registry, render
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
 }
+QUERY_TOKEN_PATHS = ("/metrics", "/dashboard")
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
 
-class ApiHandler(BaseHTTPRequestHandler):
-    server_version = "tarn-controller"
-
-    def do_GET(self) -> None:
-        if self.path.split("?")[0] == "/health":
-            self._reply(200, {"status": "ok"})
-        else:
-            self._reply(404, {"error": "not found"})
-
-    def _reply(self, status: int, body: dict[str, str]) -> None:
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        for key, value in SECURITY_HEADERS.items():
-            self.send_header(key, value)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass  # request lines may carry ?token=: never log them
+class BadRequest(Exception):
+    pass
 
 
-def serve(config: TarnConfig) -> None:
-    server = ThreadingHTTPServer((config.address, config.am_port), ApiHandler)
-    print(f"tarn controller: serving on {config.address}:{config.am_port}", flush=True)
-    server.serve_forever()
+def token_matches(expected: str | None, given: str | None) -> bool:
+    """No token configured: open. Otherwise a constant-time comparison."""
+    if expected is None:
+        return True
+    if given is None:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
+
+
+def presented_token(headers: Any, query: dict[str, str], path: str) -> str | None:
+    header = headers.get("X-TARN-Token")
+    if header:
+        return str(header)
+    scheme, sep, credentials = str(headers.get("Authorization", "")).partition(" ")
+    if sep and scheme.lower() == "bearer":
+        return credentials.strip()
+    if path in QUERY_TOKEN_PATHS:
+        return query.get("token")
+    return None
+
+
+def parse_query(raw: str, allowed: set[str]) -> dict[str, str]:
+    """One value per key, only known keys: anything else is a 400."""
+    try:
+        parsed = parse_qs(raw, keep_blank_values=True, strict_parsing=bool(raw))
+    except ValueError as exc:
+        raise BadRequest(f"malformed query string: {exc}") from exc
+    unknown = sorted(set(parsed) - allowed)
+    if unknown:
+        raise BadRequest(f"unknown parameter {unknown[0]!r}; allowed: {', '.join(sorted(allowed)) or 'none'}")
+    repeated = sorted(k for k, v in parsed.items() if len(v) > 1)
+    if repeated:
+        raise BadRequest(f"parameter {repeated[0]!r} given more than once")
+    return {k: v[0] for k, v in parsed.items()}
+
+
+def instances_body(controller: Controller, as_text: bool) -> tuple[str, bytes]:
+    snap = controller.snapshot
+    if as_text:
+        lines = sorted(f"{i.ip}:{i.http_port}" for i in snap.serving())
+        return "text/plain; charset=utf-8", "".join(f"{line}\n" for line in lines).encode()
+    rows = []
+    for i in snap.instances:
+        row = i.record(snap.service)
+        row.update(state=i.state, registered=i.registered, load=i.load.value if i.load else None)
+        rows.append(row)
+    body = {"service": snap.service, "target": snap.target, "instances": rows}
+    return "application/json", json.dumps(body).encode()
+
+
+class Api:
+    """Routing and accounting, shared by every handler thread."""
+
+    def __init__(self, controller: Controller, token: str | None) -> None:
+        self.controller = controller
+        self.token = token
+        self._counts: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+        self.registry = metrics_registry(controller, self.counts)
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        with self._lock:
+            return dict(self._counts)
+
+    def count(self, path: str, code: int) -> None:
+        with self._lock:
+            key = (path, str(code))
+            self._counts[key] = self._counts.get(key, 0) + 1
+
+
+def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "tarn-controller"
+        sys_version = ""
+
+        def do_GET(self) -> None:
+            self._dispatch("GET")
+
+        def do_POST(self) -> None:
+            self._dispatch("POST")
+
+        def do_DELETE(self) -> None:
+            self._dispatch("DELETE")
+
+        def _dispatch(self, method: str) -> None:
+            url = urlsplit(self.path)
+            path = url.path.rstrip("/") or "/"
+            label = "/instances/drain" if path.startswith("/instances/") else path
+            try:
+                route = self._route(method, path)
+                if route is None:
+                    self._send(404, "application/json", b'{"error": "not found"}', label)
+                    return
+                allowed, needs_token, action = route
+                query = parse_query(url.query, allowed | ({"token"} if path in QUERY_TOKEN_PATHS else set()))
+                if needs_token and not token_matches(api.token, presented_token(self.headers, query, path)):
+                    self._send(
+                        401,
+                        "application/json",
+                        b'{"error": "token required"}',
+                        label,
+                        extra={"WWW-Authenticate": 'Bearer realm="tarn"'},
+                    )
+                    return
+                code, content_type, body = action(query)
+            except BadRequest as exc:
+                code, content_type, body = 400, "application/json", json.dumps({"error": str(exc)}).encode()
+            self._send(code, content_type, body, label)
+
+        def _route(
+            self, method: str, path: str
+        ) -> tuple[set[str], bool, Callable[[dict[str, str]], Any]] | None:
+            if path.startswith("/instances/") and path.endswith("/drain"):
+                name = path.removeprefix("/instances/").removesuffix("/drain")
+                if method == "POST":
+                    return {"wait"}, True, lambda q: _drain(api.controller, name, q)
+                if method == "DELETE":
+                    return set(), True, lambda q: _undrain(api.controller, name)
+                return set(), False, lambda q: _method_not_allowed()
+            routes: dict[str, tuple[set[str], bool, Callable[[dict[str, str]], Any]]] = {
+                "/health": (set(), False, lambda q: _health(api.controller)),
+                "/instances": ({"format"}, True, lambda q: _instances(api.controller, q, self.headers)),
+                "/metrics": (set(), True, lambda q: (200, PROMETHEUS_TEXT, render(api.registry))),
+                "/dashboard": (set(), True, lambda q: _dashboard(api.controller)),
+                "/config": (set(), True, lambda q: _json(200, api.controller.config.redacted())),
+            }
+            if path not in routes:
+                return None
+            if method != "GET":
+                return set(), False, lambda q: _method_not_allowed()
+            return routes[path]
+
+        def _send(
+            self, code: int, content_type: str, body: bytes, label: str, extra: dict[str, str] | None = None
+        ) -> None:
+            api.count(label, code)
+            self.send_response(code)
+            for key, value in {**SECURITY_HEADERS, **(extra or {})}.items():
+                self.send_header(key, value)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # request lines may carry ?token=: never log them
+
+    return Handler
+
+
+def _json(code: int, body: object) -> tuple[int, str, bytes]:
+    return code, "application/json", json.dumps(body).encode()
+
+
+def _method_not_allowed() -> tuple[int, str, bytes]:
+    return _json(405, {"error": "method not allowed"})
+
+
+def _health(controller: Controller) -> tuple[int, str, bytes]:
+    snap = controller.snapshot
+    age = round(time.time() - snap.at, 1) if snap.at else None
+    return _json(200, {"status": "ok", "last_tick_age_s": age})
+
+
+def _instances(controller: Controller, query: dict[str, str], headers: Any) -> tuple[int, str, bytes]:
+    wanted = query.get("format")
+    if wanted not in (None, "json", "text"):
+        raise BadRequest(f"format={wanted!r}: use json or text")
+    as_text = wanted == "text" or (wanted is None and "text/plain" in str(headers.get("Accept", "")))
+    content_type, body = instances_body(controller, as_text)
+    return 200, content_type, body
+
+
+def _dashboard(controller: Controller) -> tuple[int, str, bytes]:
+    return 200, "text/html; charset=utf-8", render_dashboard(controller.snapshot).encode()
+
+
+def _drain(controller: Controller, name: str, query: dict[str, str]) -> tuple[int, str, bytes]:
+    wait = query.get("wait", "true")
+    if wait not in ("true", "false"):
+        raise BadRequest(f"wait={wait!r}: use true or false")
+    if not controller.drain(name):
+        return _json(404, {"error": f"no instance {name}"})
+    deadline = time.monotonic() + controller.config.drain_timeout_s + 4 * controller.tick_s
+    while wait == "true" and not controller.drained(name) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return _json(200, {"instance": name, "drained": controller.drained(name)})
+
+
+def _undrain(controller: Controller, name: str) -> tuple[int, str, bytes]:
+    if not controller.undrain(name):
+        return _json(404, {"error": f"{name} is not drained by an operator"})
+    return _json(200, {"instance": name, "drained": False})
+
+
+def serve(api: Api, address: str, port: int) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer((address, port), make_handler(api))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="api", daemon=True).start()
+    return server

@@ -1,0 +1,105 @@
+"""/dashboard: one HTML page rendered from the snapshot (no script; it refreshes itself).
+
+Every value is escaped. The page never shows the token or any secret: the snapshot holds none.
+"""
+
+from __future__ import annotations
+
+import time
+from html import escape
+
+from tarn.controller.loop import InstanceView, Snapshot
+
+STYLE = """
+body{font:14px system-ui,sans-serif;margin:1.5em;color:#1d2430;background:#f7f8fa}
+h1{font-size:1.4em;margin:0 0 .2em} h2{font-size:1.1em;margin:1.4em 0 .4em}
+table{border-collapse:collapse;background:#fff;min-width:40em}
+th,td{border:1px solid #d5d9e0;padding:.3em .6em;text-align:left}
+th{background:#eef1f5} .READY{color:#137333} .DRAINING{color:#b06000}
+.STARTING,.UNREACHABLE{color:#a50e0e} .cards{display:flex;gap:1em;flex-wrap:wrap}
+.card{background:#fff;border:1px solid #d5d9e0;padding:.6em 1em;min-width:8em}
+.card b{display:block;font-size:1.6em} .problem{color:#a50e0e}
+"""
+
+
+def render_dashboard(snap: Snapshot, refresh_s: int = 5) -> str:
+    ready = sum(1 for i in snap.instances if i.state == "READY")
+    cards = [
+        ("service", snap.service),
+        ("state", snap.state),
+        ("target", str(snap.target)),
+        ("running", str(snap.running)),
+        ("ready", str(ready)),
+        ("in discovery", str(len(snap.serving()))),
+        ("ZooKeeper", snap.zookeeper),
+    ]
+    parts = [
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
+        f'<meta http-equiv="refresh" content="{refresh_s}">',
+        f"<title>TARN · {escape(snap.service)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>TARN · {escape(snap.service)}</h1>",
+        f"<p>as of {escape(_clock(snap.at))}; "
+        f"last decision: {escape(snap.decision.reason if snap.decision else 'none yet')}</p>",
+        '<div class="cards">',
+        *(f'<div class="card">{escape(k)}<b>{escape(v)}</b></div>' for k, v in cards),
+        "</div>",
+        *(f'<p class="problem">{escape(p)}</p>' for p in snap.problems),
+        "<h2>Containers</h2>",
+        _table(
+            ["instance", "state", "host", "HTTP", "load", "req/s", "GPUs", "models", "container"],
+            [_container_row(i) for i in snap.instances],
+        ),
+        "<h2>Models</h2>",
+        _table(["model", "instances serving it"], _model_rows(snap)),
+        "<h2>Scaling history</h2>",
+        _table(
+            ["time", "direction", "target", "reason"],
+            [[_clock(e.at), e.direction, f"{e.target_from} → {e.target_to}", e.reason] for e in snap.history],
+        ),
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _container_row(i: InstanceView) -> list[str]:
+    gpus = ", ".join(
+        f"{g.uuid[-8:]} {g.utilization:.0%} {g.memory_used_bytes / 2**30:.1f} GiB" for g in i.gpus
+    )
+    return [
+        i.instance,
+        i.state,
+        i.host,
+        f"{i.ip}:{i.http_port}",
+        f"{i.load.value:.2f}" if i.load else "-",
+        f"{i.load.request_rate:.1f}" if i.load else "-",
+        gpus or "none",
+        ", ".join(i.models) or "-",
+        i.container_id,
+    ]
+
+
+def _model_rows(snap: Snapshot) -> list[list[str]]:
+    serving: dict[str, list[str]] = {}
+    for i in snap.instances:
+        for model in i.models:
+            serving.setdefault(model, []).append(i.instance)
+    return [[model, ", ".join(names)] for model, names in sorted(serving.items())]
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    if not rows:
+        return f"<table><tr>{head}</tr><tr><td colspan={len(header)}>none</td></tr></table>"
+    body = "".join(
+        "<tr>" + "".join(_cell(header[n], value) for n, value in enumerate(row)) + "</tr>" for row in rows
+    )
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _cell(column: str, value: str) -> str:
+    css = f' class="{escape(value)}"' if column == "state" else ""
+    return f"<td{css}>{escape(value)}</td>"
+
+
+def _clock(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at)) if at else "never"

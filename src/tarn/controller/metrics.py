@@ -1,0 +1,125 @@
+"""/metrics: the controller's view in Prometheus text, through prometheus_client.
+
+The seeds' names (tarn_target_containers, tarn_running_containers, tarn_container_load,
+tarn_gpu_utilization, tarn_gpu_memory_used) plus request, latency and scaling series. Gauges
+are read from the latest snapshot at scrape time; counters live in the controller.
+Labels never carry a secret: instance names, container ids, hosts, GPU UUIDs only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from tarn.controller.loop import Controller, Snapshot
+
+INSTANCE_LABELS = ["instance", "container", "host"]
+
+
+class SnapshotCollector(Collector):
+    def __init__(
+        self, controller: Controller, api_requests: Callable[[], dict[tuple[str, str], int]]
+    ) -> None:
+        self._controller = controller
+        self._api_requests = api_requests
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        snap = self._controller.snapshot
+        yield _gauge("tarn_target_containers", "Target number of Triton containers", snap.target)
+        yield _gauge("tarn_running_containers", "Triton containers YARN runs", snap.running)
+        yield _gauge(
+            "tarn_ready_containers",
+            "Containers answering ready",
+            sum(i.state == "READY" for i in snap.instances),
+        )
+        yield _gauge("tarn_registered_containers", "Containers in discovery", len(snap.serving()))
+        yield _gauge(
+            "tarn_controller_tick_seconds", "Duration of the last control loop tick", snap.tick_seconds
+        )
+        yield from _per_instance(snap)
+        yield from _per_gpu(snap)
+        yield from self._counters()
+
+    def _counters(self) -> Iterator[CounterMetricFamily]:
+        counters = self._controller.counters
+        scaling = CounterMetricFamily(
+            "tarn_scaling_decisions", "Scaling decisions taken", labels=["direction"]
+        )
+        for direction, count in sorted(counters.scaling.items()):
+            scaling.add_metric([direction], count)
+        yield scaling
+        yield CounterMetricFamily(
+            "tarn_drains", "Instances drained (scale-down or operator)", counters.drains
+        )
+        yield CounterMetricFamily(
+            "tarn_decommissioned_instances", "Drained instances removed from YARN", counters.decommissioned
+        )
+        yield CounterMetricFamily("tarn_controller_ticks", "Control loop ticks", counters.ticks)
+        api = CounterMetricFamily("tarn_api_requests", "Controller API requests", labels=["path", "code"])
+        for (path, code), count in sorted(self._api_requests().items()):
+            api.add_metric([path, code], count)
+        yield api
+
+
+def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, text, value=value)
+
+
+def _per_instance(snap: Snapshot) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    load = GaugeMetricFamily(
+        "tarn_container_load", "Load per container (0..1 within capacity)", labels=INSTANCE_LABELS
+    )
+    rate = GaugeMetricFamily("tarn_inference_request_rate", "Requests per second", labels=INSTANCE_LABELS)
+    inflight = GaugeMetricFamily(
+        "tarn_inference_inflight", "Mean requests in the server", labels=INSTANCE_LABELS
+    )
+    latency = GaugeMetricFamily(
+        "tarn_inference_latency_seconds", "Mean request latency over the last tick", labels=INSTANCE_LABELS
+    )
+    requests = CounterMetricFamily(
+        "tarn_inference_requests", "Requests Triton completed", labels=[*INSTANCE_LABELS, "outcome"]
+    )
+    up = GaugeMetricFamily(
+        "tarn_container_ready", "1 when the container answers ready", labels=INSTANCE_LABELS
+    )
+    for i in snap.instances:
+        labels = [i.instance, i.container_id, i.host]
+        up.add_metric(labels, 1.0 if i.state in ("READY", "DRAINING") else 0.0)
+        requests.add_metric([*labels, "success"], i.requests_ok)
+        requests.add_metric([*labels, "failure"], i.requests_failed)
+        if i.load is not None:
+            load.add_metric(labels, i.load.value)
+            rate.add_metric(labels, i.load.request_rate)
+            inflight.add_metric(labels, i.load.inflight)
+            if i.load.request_rate > 0:
+                latency.add_metric(labels, i.load.inflight / i.load.request_rate)  # Little's law
+    yield from (up, load, rate, inflight, latency, requests)
+
+
+def _per_gpu(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
+    labels = [*INSTANCE_LABELS, "gpu_uuid"]
+    utilization = GaugeMetricFamily("tarn_gpu_utilization", "GPU utilization (0..1)", labels=labels)
+    used = GaugeMetricFamily("tarn_gpu_memory_used", "GPU memory used, bytes", labels=labels)
+    total = GaugeMetricFamily("tarn_gpu_memory_total", "GPU memory, bytes", labels=labels)
+    for i in snap.instances:
+        for gpu in i.gpus:
+            values = [i.instance, i.container_id, i.host, gpu.uuid]
+            utilization.add_metric(values, gpu.utilization)
+            used.add_metric(values, gpu.memory_used_bytes)
+            total.add_metric(values, gpu.memory_total_bytes)
+    yield from (utilization, used, total)
+
+
+def metrics_registry(
+    controller: Controller, api_requests: Callable[[], dict[tuple[str, str], int]]
+) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(controller, api_requests))
+    return registry
+
+
+def render(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)

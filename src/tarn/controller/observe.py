@@ -1,0 +1,135 @@
+"""Observe: the service's containers from the RM, then every Triton instance scraped at once.
+
+Each scrape has its own timeouts and the whole round has a deadline, so a dead or slow
+instance costs at most that deadline and never stalls the loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+import requests.adapters
+
+from tarn.clients.triton import Triton
+from tarn.config import TarnConfig
+from tarn.controller.decide import instance_number
+from tarn.controller.signals import TritonSample, parse_triton_metrics
+from tarn.errors import TarnError
+from tarn.spec import TRITON
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Container:
+    """A Triton container as the RM reports it, with the ports its launcher listens on."""
+
+    instance: str  # component instance name: triton-0
+    container_id: str
+    host: str
+    ip: str
+    yarn_state: str
+    http_port: int
+    grpc_port: int
+    metrics_port: int
+
+
+@dataclass(frozen=True)
+class Scrape:
+    ready: bool
+    sample: TritonSample | None  # None: metrics unreadable this tick
+    models: tuple[str, ...] | None  # None: not asked this tick (or unreadable)
+    error: str | None = None
+
+
+def _triton_component(service: JSON) -> JSON:
+    component: JSON = next((c for c in service.get("components", []) if c.get("name") == TRITON), {})
+    return component
+
+
+def containers_of(service: JSON, config: TarnConfig) -> list[Container]:
+    """The Triton containers of the RM's service JSON, in instance order."""
+    component = _triton_component(service)
+    found = []
+    for c in component.get("containers", []):
+        name = str(c.get("component_instance_name", ""))
+        ports = config.instance_ports(instance_number(name))
+        found.append(
+            Container(
+                instance=name,
+                container_id=str(c.get("id", "")),
+                host=str(c.get("hostname") or c.get("bare_host") or ""),
+                ip=str(c.get("ip") or c.get("bare_host") or c.get("hostname") or ""),
+                yarn_state=str(c.get("state", "")),
+                http_port=ports.http,
+                grpc_port=ports.grpc,
+                metrics_port=ports.metrics,
+            )
+        )
+    return sorted(found, key=lambda c: instance_number(c.instance))
+
+
+def component_target(service: JSON) -> int:
+    return int(_triton_component(service).get("number_of_containers", 0))
+
+
+class Scraper:
+    """Concurrent readiness + metrics (+ repository index when asked) of many instances."""
+
+    def __init__(
+        self, workers: int = 32, timeout: float = 1.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scrape")
+        self._session = requests.Session()
+        adapter = requests.adapters.HTTPAdapter(pool_connections=workers, pool_maxsize=workers)
+        self._session.mount("http://", adapter)
+        self._timeout = timeout
+        self._clock = clock
+
+    def scrape_all(self, containers: list[Container], want_models: set[str]) -> dict[str, Scrape]:
+        """Scrape every container; ``want_models``: container ids whose model list to read."""
+        futures = {
+            c.container_id: self._pool.submit(self._scrape, c, c.container_id in want_models)
+            for c in containers
+            if c.ip
+        }
+        wait(futures.values(), timeout=self._timeout * 2.5)
+        results: dict[str, Scrape] = {}
+        for container_id, future in futures.items():
+            if future.done() and future.exception() is None:
+                results[container_id] = future.result()
+            else:
+                future.cancel()
+                results[container_id] = Scrape(False, None, None, "no answer within the tick's deadline")
+        return results
+
+    def _scrape(self, container: Container, with_models: bool) -> Scrape:
+        triton = Triton(
+            container.ip,
+            container.http_port,
+            container.metrics_port,
+            timeout=(self._timeout / 2, self._timeout),
+            session=self._session,
+        )
+        if not triton.ready():
+            return Scrape(False, None, None, "not ready")
+        try:
+            sample = parse_triton_metrics(triton.metrics(), self._clock())
+        except (TarnError, ValueError) as exc:
+            return Scrape(True, None, None, f"metrics: {exc}")
+        models = None
+        if with_models:
+            try:
+                index = triton.repository_index()
+                models = tuple(sorted(m["name"] for m in index if m.get("state") == "READY"))
+            except (TarnError, ValueError, KeyError):
+                models = None
+        return Scrape(True, sample, models)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,143 @@
+"""ZooKeeper registration: one ephemeral znode per serving instance (docs/discovery.md).
+
+The controller is the single writer. Each tick it lists the children of --zk-path and makes
+them equal to the wanted set: ``plan_registry`` (pure) decides, ``Registry`` (kazoo) applies.
+Znodes of this service left by an earlier controller session (a restart) are replaced so that
+this session owns them; other services' znodes under the same path are never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger("tarn.controller.registry")
+
+
+@dataclass(frozen=True)
+class Present:
+    """A child of --zk-path as read from ZooKeeper."""
+
+    owner: int  # the session that owns the ephemeral znode (0: persistent)
+    service: str | None  # the "service" of its JSON, None when unreadable
+
+
+@dataclass(frozen=True)
+class RegistryPlan:
+    create: tuple[str, ...] = ()
+    update: tuple[str, ...] = ()  # ours, but with other data
+    delete: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.create or self.update or self.delete)
+
+
+def plan_registry(
+    present: Mapping[str, Present],
+    written: Mapping[str, bytes],
+    wanted: Mapping[str, bytes],
+    service: str,
+    session: int,
+) -> RegistryPlan:
+    """Changes that make this service's znodes equal to ``wanted``.
+
+    ``written``: what this session wrote and still believes is there (data by name).
+    """
+    create: list[str] = []
+    update: list[str] = []
+    delete: list[str] = []
+    for name, data in sorted(wanted.items()):
+        found = present.get(name)
+        if found is None:
+            create.append(name)
+        elif found.owner != session:
+            delete.append(name)  # left by an earlier session: take it over
+            create.append(name)
+        elif written.get(name) != data:
+            update.append(name)
+    for name, found in sorted(present.items()):
+        if name not in wanted and found.service == service:
+            delete.append(name)
+    return RegistryPlan(tuple(create), tuple(update), tuple(delete))
+
+
+def znode_data(record: Mapping[str, Any]) -> bytes:
+    return json.dumps(dict(record), sort_keys=True, separators=(",", ":")).encode()
+
+
+class Registry:
+    """kazoo's client, used from the control loop's thread only."""
+
+    def __init__(self, ensemble: str, path: str, service: str, session_timeout: float = 10.0) -> None:
+        from kazoo.client import KazooClient  # the controller's dependency, not the CLI's
+
+        self._path = path.rstrip("/")
+        self._service = service
+        self._client = KazooClient(hosts=ensemble, timeout=session_timeout)
+        self._written: dict[str, bytes] = {}
+        self._session = 0
+        self._known: dict[str, Present] = {}  # znodes read once: owner and service
+
+    def start(self, timeout: float = 10.0) -> None:
+        self._client.start(timeout=timeout)
+
+    def stop(self) -> None:
+        """Remove our znodes now (a clean stop), rather than when the session expires."""
+        try:
+            self.sync({})
+        finally:
+            self._client.stop()
+            self._client.close()
+
+    @property
+    def connected(self) -> bool:
+        return bool(self._client.connected)
+
+    def registered(self) -> set[str]:
+        return set(self._written)
+
+    def sync(self, wanted: Mapping[str, bytes]) -> RegistryPlan:
+        """One reconciliation; raises kazoo's errors (the loop logs them and tries next tick)."""
+        session = int(self._client.client_id[0]) if self._client.client_id else 0
+        if session != self._session:  # a new session: every ephemeral znode of the old one is gone
+            self._session, self._written, self._known = session, {}, {}
+        self._client.ensure_path(self._path)
+        children = set(self._client.get_children(self._path))
+        present = {name: self._present(name) for name in children}
+        self._known = {name: p for name, p in self._known.items() if name in children}
+        plan = plan_registry(present, self._written, wanted, self._service, session)
+        for name in plan.delete:
+            self._client.delete(f"{self._path}/{name}")
+            self._written.pop(name, None)
+            self._known.pop(name, None)
+        for name in plan.create:
+            self._client.create(f"{self._path}/{name}", wanted[name], ephemeral=True)
+            self._written[name] = wanted[name]
+        for name in plan.update:
+            self._client.set(f"{self._path}/{name}", wanted[name])
+            self._written[name] = wanted[name]
+        for name in plan.delete:
+            if name not in wanted:
+                log.info("deregistered %s", name)
+        for name in plan.create:
+            log.info("registered %s", name)
+        return plan
+
+    def _present(self, name: str) -> Present:
+        if name in self._written:
+            return Present(owner=self._session, service=self._service)
+        if name not in self._known:
+            data, stat = self._client.get(f"{self._path}/{name}")
+            self._known[name] = Present(owner=int(stat.ephemeralOwner), service=_service_of(data))
+        return self._known[name]
+
+
+def _service_of(data: bytes) -> str | None:
+    try:
+        record = json.loads(data)
+    except ValueError:
+        return None
+    return record.get("service") if isinstance(record, dict) else None
