@@ -13,16 +13,12 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from tarn import payload
-from tarn.clients.resourcemanager import ResourceManager, spnego
-from tarn.clients.webhdfs import WebHdfs
-from tarn.config import ConfigArgumentParser, TarnConfig, add_config_arguments, config_from_namespace
-from tarn.errors import ClusterError, ConfigError, TarnError
-from tarn.hadoop_conf import read_properties, rm_web_urls, webhdfs_url
-from tarn.spec import CONTROLLER, TRITON, Artifacts, build_service_spec
+from tarn import service
+from tarn.config import ConfigArgumentParser, add_config_arguments, config_from_namespace
+from tarn.errors import ConfigError, TarnError
+from tarn.haproxy import command as haproxy_command
 
 JSON = dict[str, Any]
 
@@ -49,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
 
     controller = commands.add_parser("controller", help="run the controller (inside YARN)")
     add_config_arguments(controller)
+    controller.add_argument("--rm-url", action="append", help="ResourceManager web URL (default: yarn-site.xml)")
 
     for name, text in (
         ("status", "the service's state and components"),
@@ -61,6 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     scale = commands.add_parser("scale", help="set the number of Triton instances")
     _service_arguments(scale)
     scale.add_argument("count", type=int, help="instances wanted (>= 0)")
+    sync = commands.add_parser("haproxy-sync", help="keep HAProxy's backend slots on the Triton instances")
+    haproxy_command.add_arguments(sync)
     return parser
 
 
@@ -70,195 +69,80 @@ def _service_arguments(parser: argparse.ArgumentParser) -> None:
     _cluster_arguments(parser)
 
 
-# ---- where the cluster is
+# ---- where the cluster is (the logic lives in tarn.service, shared with the Ansible modules)
 
 
-def _conf_dir(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
-    return Path(args.conf_dir or environ.get("HADOOP_CONF_DIR") or "/etc/hadoop/conf")
-
-
-def resource_manager(args: argparse.Namespace, user: str, environ: Mapping[str, str]) -> ResourceManager:
-    urls = args.rm_url or rm_web_urls(read_properties(_conf_dir(args, environ) / "yarn-site.xml"))
-    return ResourceManager(urls, user=user, auth=spnego() if args.kerberos else None)
-
-
-def web_hdfs(args: argparse.Namespace, user: str, environ: Mapping[str, str]) -> WebHdfs:
-    conf = _conf_dir(args, environ)
-    url = args.webhdfs_url or webhdfs_url(
-        read_properties(conf / "hdfs-site.xml"), read_properties(conf / "core-site.xml")
+def cluster(args: argparse.Namespace, environ: Mapping[str, str], user: str | None = None) -> service.Cluster:
+    return service.connect(
+        user=user or args.user,
+        rm_urls=args.rm_url,
+        webhdfs=args.webhdfs_url,
+        conf_dir=args.conf_dir,
+        kerberos=args.kerberos,
+        environ=environ,
     )
-    return WebHdfs(url, user=user, auth=spnego() if args.kerberos else None)
-
-
-def _user(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
-    return _required_user(args.user or environ.get("HADOOP_USER_NAME") or environ.get("USER"))
-
-
-def _required_user(user: str | None) -> str:
-    if not user:
-        raise ConfigError("--user: no YARN user given; pass --user NAME or set HADOOP_USER_NAME")
-    return user
 
 
 # ---- submit
 
 
-def artifact_dir(user: str, service_name: str) -> str:
-    """Where a service's files live on HDFS: private to the service user."""
-    return f"/user/{user}/.tarn/{service_name}"
-
-
-# Hadoop's own variable for a credential store's password (its default password is "none").
-STORE_PASSWORD_ENV = "HADOOP_CREDSTORE_PASSWORD"  # noqa: S105 - the name of a variable
-
-
-def planned_artifacts(config: TarnConfig, user: str, environ: Mapping[str, str]) -> Artifacts:
-    """hdfs:/// URIs (the cluster's default file system) of the files `submit` uploads."""
-    base = f"hdfs://{artifact_dir(user, config.service_name)}"
-    token = f"{base}/token" if config.token is not None or config.token_file is not None else None
-    store_password = (
-        f"{base}/secrets.password" if config.secrets and environ.get(STORE_PASSWORD_ENV) else None
-    )
-    return Artifacts(
-        payload=f"{base}/tarn.pyz",
-        launcher=f"{base}/tarn-launcher.pyz",
-        token_file=token,
-        secrets_password_file=store_password,
-    )
-
-
-def _hdfs_path(uri: str) -> str:
-    return uri.removeprefix("hdfs://")
-
-
 def submit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     config = config_from_namespace(args, environ)
-    user = _required_user(config.user)
-    artifacts = planned_artifacts(config, user, environ)
-    spec = build_service_spec(config, artifacts)  # validates everything before any contact
+    if not config.user:
+        raise ConfigError("--user: no YARN user given; pass --user NAME or set HADOOP_USER_NAME")
+    desired = service.desired_service(config, config.user, environ)  # validates before any contact
     for note in config.notes:
         print(f"tarn: note: {note}", file=sys.stderr)
     if args.dry_run:
-        print(json.dumps(spec, indent=2, sort_keys=True))
+        print(json.dumps(desired.spec, indent=2, sort_keys=True))
         return 0
-
-    rm = resource_manager(args, user, environ)
-    if rm.service(config.service_name) is not None:
-        raise ClusterError(
-            f"--service-name: service {config.service_name!r} already exists; "
-            "use `tarn scale`, or `tarn destroy` it first"
-        )
-    hdfs = web_hdfs(args, user, environ)
-    directory = artifact_dir(user, config.service_name)
-    try:
-        _upload(hdfs, directory, config, artifacts, environ)
-        reply = rm.create_service(spec)
-    except (TarnError, OSError):
-        hdfs.delete(directory, recursive=True)  # nothing half-deployed
-        raise
+    reply = service.create(cluster(args, environ, config.user), desired)
     print(f"submitted service {config.service_name}: {reply.get('diagnostics', reply.get('state', ''))}")
     return 0
 
 
-def _upload(
-    hdfs: WebHdfs, directory: str, config: TarnConfig, artifacts: Artifacts, environ: Mapping[str, str]
-) -> None:
-    hdfs.mkdirs(directory, permission="700")
-    hdfs.write(_hdfs_path(artifacts.payload), payload.controller_zipapp(), permission="600")
-    hdfs.write(_hdfs_path(artifacts.launcher), payload.launcher_zipapp(), permission="600")
-    if artifacts.token_file is not None:
-        hdfs.write(_hdfs_path(artifacts.token_file), _token_bytes(config), permission="600")
-    if artifacts.secrets_password_file is not None:
-        password = environ[STORE_PASSWORD_ENV].encode()
-        hdfs.write(_hdfs_path(artifacts.secrets_password_file), password, permission="600")
-
-
-def _token_bytes(config: TarnConfig) -> bytes:
-    if config.token is not None:
-        return config.token.reveal().encode()
-    return Path(str(config.token_file)).read_bytes().strip()
-
-
 # ---- the other commands
 
-
-def _rm(args: argparse.Namespace, environ: Mapping[str, str]) -> ResourceManager:
-    return resource_manager(args, _user(args, environ), environ)
-
-
-def _existing(rm: ResourceManager, name: str) -> JSON:
-    service = rm.service(name)
-    if service is None:
-        raise ClusterError(f"--service-name: no service {name!r}; submit it with `tarn submit`")
-    return service
-
-
-def instances_of(service: JSON) -> list[JSON]:
-    """The Triton containers of a service JSON from the RM, in instance order."""
-    triton: JSON = next((c for c in service.get("components", []) if c["name"] == TRITON), {})
-    rows = [
-        {
-            "instance": c.get("component_instance_name"),
-            "container": c.get("id"),
-            "host": c.get("hostname"),
-            "ip": c.get("ip"),
-            "state": c.get("state"),
-        }
-        for c in triton.get("containers", [])
-    ]
-    return sorted(rows, key=lambda r: str(r["instance"]))
+instances_of = service.instances_of  # kept here: the lab's main job and the e2e tests import it
 
 
 def status(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    service = _existing(_rm(args, environ), args.service_name)
-    summary = {
-        "name": service["name"],
-        "state": service.get("state"),
-        "id": service.get("id"),
-        "components": {
-            c["name"]: {"wanted": c.get("number_of_containers"), "running": len(c.get("containers", []))}
-            for c in service.get("components", [])
-            if c["name"] in (CONTROLLER, TRITON)
-        },
-    }
-    print(json.dumps(summary, indent=2))
+    found = service.existing(cluster(args, environ).rm, args.service_name)
+    print(json.dumps(service.summary(found), indent=2))
     return 0
 
 
 def instances(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    print(json.dumps(instances_of(_existing(_rm(args, environ), args.service_name)), indent=2))
+    found = service.existing(cluster(args, environ).rm, args.service_name)
+    print(json.dumps(service.instances_of(found), indent=2))
     return 0
 
 
 def scale(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.count < 0:
         raise ConfigError(f"count: {args.count} is negative; give 0 or more instances")
-    rm = _rm(args, environ)
-    _existing(rm, args.service_name)
-    print(rm.flex(args.service_name, TRITON, args.count).get("diagnostics", "ok"))
+    rm = cluster(args, environ).rm
+    service.existing(rm, args.service_name)
+    print(service.flex(rm, args.service_name, args.count).get("diagnostics", "ok"))
     return 0
 
 
 def stop(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    rm = _rm(args, environ)
-    _existing(rm, args.service_name)
-    print(rm.set_state(args.service_name, "STOPPED").get("diagnostics", "stopped"))
+    print(service.stop(cluster(args, environ).rm, args.service_name).get("diagnostics", "stopped"))
     return 0
 
 
 def destroy(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    user = _user(args, environ)
-    removed = resource_manager(args, user, environ).destroy(args.service_name)
-    web_hdfs(args, user, environ).delete(artifact_dir(user, args.service_name), recursive=True)
+    removed = service.destroy(cluster(args, environ), args.service_name)
     print(f"destroyed service {args.service_name}" if removed else f"no service {args.service_name}")
     return 0
 
 
 def controller(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    from tarn.controller.server import serve  # only inside YARN
+    from tarn.config import validate
+    from tarn.controller.main import run_controller  # only inside YARN: needs kazoo, prometheus_client
 
-    serve(config_from_namespace(args, environ))
-    return 0
+    return run_controller(validate(config_from_namespace(args, environ)), args.rm_url, environ)
 
 
 COMMANDS = {
@@ -269,6 +153,7 @@ COMMANDS = {
     "scale": scale,
     "stop": stop,
     "destroy": destroy,
+    "haproxy-sync": haproxy_command.haproxy_sync,
 }
 
 

@@ -9,6 +9,7 @@ import requests
 import requests.auth
 
 from tarn.errors import ClusterError
+from tarn.launcher.webhdfs import FileChecksum, FileStatus
 
 
 class WebHdfs:
@@ -44,6 +45,35 @@ class WebHdfs:
             return None
         found: dict[str, Any] = reply.json()["FileStatus"]
         return found
+
+    def list_files(self, path: str) -> list[FileStatus]:
+        """Every file under ``path`` (absolute paths), [] when ``path`` does not exist."""
+        files: list[FileStatus] = []
+        pending = [path.rstrip("/") or "/"]
+        while pending:
+            directory = pending.pop()
+            reply = self._call("GET", directory, "LISTSTATUS", ok=(200, 404))
+            if reply.status_code == 404:
+                continue
+            for entry in reply.json()["FileStatuses"]["FileStatus"]:
+                full = f"{directory}/{entry['pathSuffix']}" if entry.get("pathSuffix") else directory
+                status = FileStatus.from_json(full, entry)
+                if status.type == "DIRECTORY":
+                    pending.append(full)
+                elif status.type == "FILE":
+                    files.append(status)
+        return sorted(files, key=lambda f: f.path)
+
+    def checksum(self, path: str) -> FileChecksum | None:
+        """HDFS's checksum of a file (MD5-of-MD5-of-CRC32C by default); None when it has none."""
+        found = self._call("GET", path, "GETFILECHECKSUM", ok=(200, 307))
+        if found.status_code == 307:  # Hadoop 3.x: the NameNode redirects to a DataNode
+            try:
+                found = self._session.get(found.headers["Location"], timeout=self._timeout)
+            except requests.RequestException as exc:
+                raise ClusterError(f"WebHDFS GETFILECHECKSUM {path} (DataNode): {exc}") from exc
+        obj = found.json().get("FileChecksum") if found.status_code == 200 else None
+        return FileChecksum.from_json(obj) if obj else None
 
     def mkdirs(self, path: str, permission: str = "755") -> None:
         self._call("PUT", path, "MKDIRS", ok=(200,), permission=permission)

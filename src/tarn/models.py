@@ -1,0 +1,152 @@
+"""A local Triton model repository onto HDFS, idempotently, and a new model version loaded in place.
+
+A file is uploaded when HDFS lacks it, or when its size or content differs. Content is compared
+with HDFS's own checksum (GETFILECHECKSUM, MD5-of-MD5-of-CRC32C), recomputed over the local file
+with the launcher's implementation (tarn.launcher.webhdfs, also used to verify staged copies):
+nothing is downloaded. Where HDFS gives no checksum that can be recomputed, the size decides.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from tarn.clients.triton import Triton
+from tarn.clients.webhdfs import WebHdfs
+from tarn.errors import ClusterError, ConfigError
+from tarn.launcher.staging import RemoteFile, content_check
+from tarn.launcher.webhdfs import FileStatus, checksum_block_size, file_md5md5crc
+from tarn.spec import TRITON
+
+JSON = dict[str, Any]
+Action = Literal["create", "update", "delete", "unchanged"]
+
+
+@dataclass(frozen=True)
+class FileChange:
+    relpath: str
+    action: Action
+    size: int
+    reason: str
+
+
+def local_files(root: Path) -> dict[str, Path]:
+    if not root.is_dir():
+        raise ConfigError(f"src: {root} is not a directory; give a Triton model repository")
+    return {
+        p.relative_to(root).as_posix(): p
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def same_content(local: Path, remote: RemoteFile) -> tuple[bool, str]:
+    """(equal?, why) for a local file against an HDFS file, by size then by HDFS's checksum."""
+    size = local.stat().st_size
+    if size != remote.status.length:
+        return False, f"size {size} != {remote.status.length} on HDFS"
+    expected, unverifiable = content_check(remote, None)
+    if expected is None:
+        return True, f"same size ({unverifiable})"
+    block = checksum_block_size(expected, remote.status)
+    digest = file_md5md5crc(str(local), expected.crc_type, expected.bytes_per_crc, block)
+    if digest != expected.md5:
+        return False, "content differs (HDFS checksum)"
+    return True, "same size and HDFS checksum"
+
+
+def plan_repository(hdfs: WebHdfs, local: Path, remote: str, purge: bool = False) -> list[FileChange]:
+    """What it takes to make ``remote`` hold ``local``'s files (and only them with ``purge``)."""
+    mine = local_files(local)
+    base = remote.rstrip("/")
+    theirs: dict[str, FileStatus] = {s.path[len(base) + 1 :]: s for s in hdfs.list_files(base)}
+    changes: list[FileChange] = []
+    for relpath, path in mine.items():
+        size = path.stat().st_size
+        status = theirs.get(relpath)
+        if status is None:
+            changes.append(FileChange(relpath, "create", size, "not on HDFS"))
+            continue
+        remote_file = RemoteFile(relpath, status, hdfs.checksum(status.path))
+        equal, why = same_content(path, remote_file)
+        changes.append(FileChange(relpath, "unchanged" if equal else "update", size, why))
+    if purge:
+        changes += [
+            FileChange(relpath, "delete", status.length, "not in the local repository")
+            for relpath, status in sorted(theirs.items())
+            if relpath not in mine
+        ]
+    return changes
+
+
+def sync_repository(hdfs: WebHdfs, local: Path, remote: str, changes: list[FileChange]) -> None:
+    base = remote.rstrip("/")
+    for change in changes:
+        if change.action in ("create", "update"):
+            hdfs.write(f"{base}/{change.relpath}", (local / change.relpath).read_bytes())
+        elif change.action == "delete":
+            hdfs.delete(f"{base}/{change.relpath}")
+
+
+# ---- loading a model version in place
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    instance: str
+    host: str
+    http_port: int
+
+
+def triton_endpoints(service: JSON) -> list[Endpoint]:
+    """Each READY Triton instance's host and HTTP port (port + index x --port-stride)."""
+    component = next((c for c in service.get("components", []) if c.get("name") == TRITON), None)
+    if component is None:
+        return []
+    words = shlex.split(str(component.get("launch_command", "")))
+    port = int(_flag(words, "--port") or 8000)
+    stride = int(_flag(words, "--port-stride") or 0)
+    found = []
+    for container in component.get("containers") or []:
+        if container.get("state") != "READY":
+            continue
+        name = str(container.get("component_instance_name"))
+        index = int(name.rsplit("-", 1)[-1]) if name.rsplit("-", 1)[-1].isdigit() else 0
+        found.append(
+            Endpoint(name, str(container.get("hostname") or container.get("ip")), port + index * stride)
+        )
+    return sorted(found, key=lambda e: e.instance)
+
+
+def _flag(words: list[str], flag: str) -> str | None:
+    return words[words.index(flag) + 1] if flag in words[:-1] else None
+
+
+def model_files(model_dir: Path) -> dict[str, bytes]:
+    """Every file of a model's directory but config.pbtxt (Triton takes the config as JSON)."""
+    files = local_files(model_dir)
+    return {relpath: path.read_bytes() for relpath, path in files.items() if relpath != "config.pbtxt"}
+
+
+def load_in_place(
+    endpoints: list[Endpoint],
+    model: str,
+    model_dir: Path,
+    log: Callable[[str], None] = lambda text: None,
+    triton: Callable[[Endpoint], Triton] = lambda e: Triton(e.host, http_port=e.http_port),
+) -> list[str]:
+    """Load ``model`` from the local ``model_dir`` on every instance, one after the other; the
+    instances it was loaded on. The files travel in the request (Triton's repository API)."""
+    if not endpoints:
+        raise ClusterError(f"model {model}: no READY Triton instance to load it on")
+    files = model_files(model_dir)
+    loaded = []
+    for endpoint in endpoints:
+        client = triton(endpoint)
+        client.load_model(model, files)
+        log(f"{endpoint.instance}: {model} loaded ({len(files)} files)")
+        loaded.append(endpoint.instance)
+    return loaded
