@@ -1,0 +1,169 @@
+"""`tarn haproxy-sync`: keep an HAProxy backend's slots equal to the Triton instances.
+
+    tarn haproxy-sync --socket /var/run/haproxy.sock --backend triton_backend \\
+        (--zk-ensemble H:P[,H:P…] [--zk-path /services/triton/instances]
+         | --controller-url http://host:8888 [--interval 30] [--token-file F])
+
+ZooKeeper is the default source when --zk-ensemble is given; --controller-url polls the
+controller's /instances like the seeds' update script. The token (controller only) comes from
+--token, --token-file or $TARN_TOKEN; it is sent as X-TARN-Token and never logged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import signal
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from urllib.parse import urlsplit
+
+from tarn.config import Secret
+from tarn.errors import ConfigError
+from tarn.haproxy.runtime import RuntimeApi
+from tarn.haproxy.sources import ControllerSource, Watcher, ZooKeeperSource
+from tarn.haproxy.sync import BackendSync, run
+
+_BACKEND = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # HAProxy proxy names
+_ZK_PATH = re.compile(r"(/[A-Za-z0-9_.-]+)+")
+_ZK_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?(:\d{1,5})?")
+ZK_REFRESH_S = 30.0  # a full re-read besides the watches, in case one was missed
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    socket: str
+    backend: str
+    zk_ensemble: str | None = None
+    zk_path: str = "/services/triton/instances"
+    controller_url: str | None = None
+    interval: float = 30.0
+    repair_interval: float = 1.0
+    token: Secret | None = field(default=None, repr=False)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    haproxy = parser.add_argument_group("HAProxy")
+    haproxy.add_argument("--socket", default="/var/run/haproxy.sock", help="stats socket (level admin)")
+    haproxy.add_argument("--backend", default="triton_backend", help="backend holding the slots")
+    haproxy.add_argument(
+        "--repair-interval", type=float, default=1.0, help="seconds between checks of HAProxy (default 1)"
+    )
+    source = parser.add_argument_group("source of instances (one of)")
+    source.add_argument("--zk-ensemble", help="host:port[,host:port…]: watch ZooKeeper (push)")
+    source.add_argument("--zk-path", default="/services/triton/instances")
+    source.add_argument("--controller-url", help="http://host:am-port: poll the controller's /instances")
+    source.add_argument("--interval", type=float, default=30.0, help="controller polling, seconds (30)")
+    source.add_argument("--token", help="controller API token (or $TARN_TOKEN)")
+    source.add_argument("--token-file", help="a file holding the controller API token")
+
+
+def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> SyncOptions:
+    """Validated options; ConfigError names the flag."""
+    if bool(args.zk_ensemble) == bool(args.controller_url):
+        raise ConfigError("--zk-ensemble / --controller-url: give exactly one source of instances")
+    if not _BACKEND.fullmatch(args.backend):
+        raise ConfigError(f"--backend: {args.backend!r} is not an HAProxy backend name")
+    if not args.socket.startswith("/"):
+        raise ConfigError(f"--socket: {args.socket!r} is not an absolute path")
+    for flag, value in (("--interval", args.interval), ("--repair-interval", args.repair_interval)):
+        if not 0 < value <= 3600:
+            raise ConfigError(f"{flag}: {value} is not between 0 and 3600 seconds")
+    if args.zk_ensemble:
+        return SyncOptions(
+            socket=args.socket,
+            backend=args.backend,
+            zk_ensemble=_zk_ensemble(args.zk_ensemble),
+            zk_path=_zk_path(args.zk_path),
+            repair_interval=args.repair_interval,
+        )
+    return SyncOptions(
+        socket=args.socket,
+        backend=args.backend,
+        controller_url=_controller_url(args.controller_url),
+        interval=args.interval,
+        repair_interval=args.repair_interval,
+        token=_token(args, environ),
+    )
+
+
+def _zk_ensemble(text: str) -> str:
+    hosts = text.split(",")
+    if not all(_ZK_HOST.fullmatch(h) for h in hosts):
+        raise ConfigError(f"--zk-ensemble: {text!r} is not host:port[,host:port…]")
+    return text
+
+
+def _zk_path(text: str) -> str:
+    if not _ZK_PATH.fullmatch(text):
+        raise ConfigError(
+            f"--zk-path: {text!r} is not an absolute ZooKeeper path like /services/triton/instances"
+        )
+    return text
+
+
+def _controller_url(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--controller-url: {text!r} is not http(s)://host:port")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ConfigError("--controller-url: give the bare URL; the token goes in --token-file")
+    return text.rstrip("/")
+
+
+def _token(args: argparse.Namespace, environ: Mapping[str, str]) -> Secret | None:
+    if args.token is not None and args.token_file is not None:
+        raise ConfigError("--token / --token-file: give one of them")
+    if args.token_file is not None:
+        token = Path(args.token_file).read_text().strip()
+        if not token:
+            raise ConfigError(f"--token-file: {args.token_file} is empty")
+        return Secret(token)
+    value = args.token if args.token is not None else environ.get("TARN_TOKEN")
+    return Secret(value) if value else None
+
+
+def watcher_for(options: SyncOptions) -> tuple[Watcher, ZooKeeperSource | None]:
+    """The source's watcher (not started) and, for ZooKeeper, the client to start and stop."""
+    if options.zk_ensemble is not None:
+        zookeeper = ZooKeeperSource(options.zk_ensemble, options.zk_path)
+        watcher = Watcher(zookeeper.fetch, ZK_REFRESH_S, str(zookeeper))
+        zookeeper.on_change = watcher.trigger
+        return watcher, zookeeper
+    controller = ControllerSource(str(options.controller_url), options.token)
+    return Watcher(controller.fetch, options.interval, str(controller)), None
+
+
+def haproxy_sync(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    options = options_from(args, environ)
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="tarn haproxy-sync: %(levelname)s %(message)s"
+    )
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    watcher, zookeeper = watcher_for(options)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+        watcher.changed.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    logging.getLogger("tarn.haproxy").info(
+        "syncing backend %s on %s every %s s", options.backend, options.socket, options.repair_interval
+    )
+    if zookeeper is not None:
+        zookeeper.start()
+    watcher.start()
+    try:
+        run(watcher, BackendSync(RuntimeApi(options.socket), options.backend), stop, options.repair_interval)
+    finally:
+        watcher.stop()
+        if zookeeper is not None:
+            zookeeper.stop()
+    return 0

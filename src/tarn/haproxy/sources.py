@@ -1,0 +1,283 @@
+"""Where `tarn haproxy-sync` learns the wanted instances (docs/discovery.md has both contracts).
+
+* ZooKeeper (the default, push): a watch on the children of ``--zk-path``; each child's JSON
+  gives ``ip`` and ``http_port``. Every change of the children, and every reconnection, starts
+  a fresh read of the whole set (plus a slow periodic read, in case a watch was missed).
+* The controller (the seeds' way, pull): ``GET <url>/instances?format=text`` every
+  ``--interval`` seconds with the token in ``X-TARN-Token``; one ``ip:port`` line per instance.
+
+A source that cannot be read never empties the backend: :class:`LastGoodSet` keeps the last set
+read successfully and says once that it does so. Before the first good read the set is unknown
+(``None``) and the sync leaves HAProxy as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from tarn.config import Secret
+from tarn.errors import TarnError
+from tarn.haproxy.plan import Endpoint, endpoint, parse_endpoint
+
+LOG = logging.getLogger("tarn.haproxy")
+
+Fetch = Callable[[], frozenset[Endpoint]]
+
+
+class SourceError(TarnError):
+    """The source of instances could not be read, or answered something that is not an instance list."""
+
+
+# ---- the last good set
+
+
+def describe(endpoints: Iterable[Endpoint]) -> str:
+    listed = sorted(endpoints)
+    return ", ".join(map(str, listed)) if listed else "none"
+
+
+@dataclass
+class LastGoodSet:
+    """The last instance set a source gave, and whether the source is failing now.
+
+    Its methods return the lines worth logging: a change of the set, a source that fails
+    (once, not at every retry), a source that answers again.
+    """
+
+    source: str  # for log lines: never carries a token
+    endpoints: frozenset[Endpoint] | None = None
+    failing: bool = False
+
+    def succeeded(self, endpoints: frozenset[Endpoint]) -> list[str]:
+        notes = [f"{self.source} answers again"] if self.failing else []
+        if endpoints != self.endpoints:
+            notes.append(
+                f"instances from {self.source}: {describe(endpoints)}{_delta(self.endpoints, endpoints)}"
+            )
+        self.endpoints, self.failing = endpoints, False
+        return notes
+
+    def failed(self, reason: str) -> list[str]:
+        if self.failing:
+            return []
+        self.failing = True
+        if self.endpoints is None:
+            kept = "no instance set known yet, HAProxy is left as it is"
+        else:
+            kept = f"keeping the last good set ({len(self.endpoints)} instances: {describe(self.endpoints)})"
+        return [f"{self.source} unavailable ({reason}): {kept}"]
+
+
+def _delta(before: frozenset[Endpoint] | None, after: frozenset[Endpoint]) -> str:
+    if before is None:
+        return ""
+    added, removed = after - before, before - after
+    parts = [f"+{describe(added)}" if added else "", f"-{describe(removed)}" if removed else ""]
+    return f" ({' '.join(p for p in parts if p)})"
+
+
+# ---- the controller's /instances
+
+
+def parse_instances_text(text: str) -> frozenset[Endpoint]:
+    """The text form of /instances: one ``ip:port`` per line; SourceError on any other line."""
+    found = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            found.add(parse_endpoint(line))
+        except ValueError as exc:
+            raise SourceError(f"/instances line {number} is not ip:port: {exc}") from exc
+    return frozenset(found)
+
+
+def parse_instances_json(document: Any) -> frozenset[Endpoint]:
+    """The JSON form of /instances: the registered instances' ``ip`` and ``http_port``."""
+    try:
+        rows = document["instances"]
+        return frozenset(endpoint(r["ip"], r["http_port"]) for r in rows if r.get("registered", True))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SourceError(f"/instances JSON without ip and http_port: {exc!r}") from exc
+
+
+class ControllerSource:
+    """Reads the controller's ``/instances``; one request per call."""
+
+    def __init__(self, url: str, token: Secret | None, timeout: float = 5.0) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.session = requests.Session()
+
+    def __str__(self) -> str:
+        return f"the controller at {self.url}"
+
+    def fetch(self) -> frozenset[Endpoint]:
+        headers = {"Accept": "text/plain"}
+        if self.token is not None:
+            headers["X-TARN-Token"] = self.token.reveal()
+        try:
+            reply = self.session.get(
+                f"{self.url}/instances", params={"format": "text"}, headers=headers, timeout=self.timeout
+            )
+        except requests.RequestException as exc:
+            raise SourceError(type(exc).__name__) from exc
+        if reply.status_code in (401, 403):
+            raise SourceError(f"HTTP {reply.status_code}: the token was refused")
+        if reply.status_code != 200:
+            raise SourceError(f"HTTP {reply.status_code}")
+        if reply.headers.get("Content-Type", "").startswith("application/json"):
+            try:
+                return parse_instances_json(reply.json())
+            except ValueError as exc:
+                raise SourceError("/instances answered invalid JSON") from exc
+        return parse_instances_text(reply.text)
+
+
+# ---- ZooKeeper
+
+
+def parse_znode(data: bytes) -> Endpoint:
+    """An instance znode's JSON (docs/discovery.md) as its HTTP endpoint; unknown keys ignored."""
+    try:
+        document = json.loads(data.decode())
+        return endpoint(document["ip"], document["http_port"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise SourceError(f"not an instance znode: {exc!r}") from exc
+
+
+class ZooKeeperSource:
+    """Reads the instance znodes under ``path``; calls ``on_change`` whenever they may have changed."""
+
+    def __init__(self, ensemble: str, path: str, timeout: float = 10.0) -> None:
+        from kazoo.client import KazooClient  # the controller's zipapp carries kazoo
+
+        self.ensemble = ensemble
+        self.path = path.rstrip("/")
+        self.timeout = timeout
+        self.on_change: Callable[[], None] = _nothing
+        self.client = KazooClient(
+            hosts=ensemble,
+            timeout=timeout,
+            read_only=True,
+            connection_retry={"max_tries": -1, "max_delay": 5},
+        )
+        self.client.add_listener(self._state_changed)
+
+    def __str__(self) -> str:
+        return f"ZooKeeper {self.ensemble} {self.path}"
+
+    def start(self) -> None:
+        """Connect in the background (kazoo retries for ever); wait a little for a first session."""
+        self.client.start_async().wait(self.timeout)
+
+    def stop(self) -> None:
+        self.client.stop()
+        self.client.close()
+
+    def _state_changed(self, state: object) -> None:
+        self.on_change()  # connected: read again (watches may be lost); lost: the read says so
+
+    def _watch_fired(self, event: object) -> None:
+        self.on_change()
+
+    def fetch(self) -> frozenset[Endpoint]:
+        from kazoo.exceptions import NoNodeError
+
+        if not self.client.connected:
+            raise SourceError("no ZooKeeper session")
+        try:
+            children = self.client.get_children_async(self.path, watch=self._watch_fired).get(
+                timeout=self.timeout
+            )
+        except NoNodeError:
+            # Not created yet (the controller creates it): no instances, and a watch for its creation.
+            self.client.exists_async(self.path, watch=self._watch_fired).get(timeout=self.timeout)
+            return frozenset()
+        reads = {child: self.client.get_async(f"{self.path}/{child}") for child in sorted(children)}
+        found = set()
+        for child, read in reads.items():
+            try:
+                data, _stat = read.get(timeout=self.timeout)
+                found.add(parse_znode(data))
+            except NoNodeError:
+                continue  # removed since the children were listed: the next watch event re-reads
+            except SourceError as exc:
+                LOG.warning("ignoring znode %s/%s: %s", self.path, child, exc)
+        return frozenset(found)
+
+
+def _nothing() -> None:
+    pass
+
+
+# ---- one thread per source
+
+
+def failure_reason(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, TarnError) else f"{type(exc).__name__}: {exc}"
+
+
+class Watcher:
+    """Runs a source's fetch in its own thread (a slow source never delays HAProxy's repairs).
+
+    It fetches every ``interval`` seconds and at once after :meth:`trigger`; :attr:`changed` is
+    set whenever the known set changes, :meth:`current` returns it (None: nothing read yet).
+    """
+
+    def __init__(self, fetch: Fetch, interval: float, source: str) -> None:
+        self._fetch = fetch
+        self._interval = interval
+        self._known = LastGoodSet(source)
+        self._lock = threading.Lock()
+        self._due = threading.Event()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tarn-source", daemon=True)
+        self.changed = threading.Event()
+
+    def current(self) -> frozenset[Endpoint] | None:
+        with self._lock:
+            return self._known.endpoints
+
+    def trigger(self) -> None:
+        self._due.set()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._due.set()
+
+    def fetch_once(self) -> None:
+        try:
+            endpoints = self._fetch()
+        except Exception as exc:  # any failure keeps the last good set, and the thread lives on
+            reason = failure_reason(exc)
+            notes, level = self._record(lambda known: known.failed(reason)), logging.WARNING
+        else:
+            notes, level = self._record(lambda known: known.succeeded(endpoints)), logging.INFO
+        for note in notes:
+            LOG.log(level, "%s", note)
+
+    def _record(self, update: Callable[[LastGoodSet], list[str]]) -> list[str]:
+        with self._lock:
+            before = self._known.endpoints
+            notes = update(self._known)
+            if self._known.endpoints != before:
+                self.changed.set()
+        return notes
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            self._due.clear()
+            self.fetch_once()
+            self._due.wait(self._interval)

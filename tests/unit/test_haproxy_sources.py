@@ -1,0 +1,204 @@
+"""Sources of instances: parsing both contracts, and the last good set kept through outages."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from tarn.haproxy.plan import Endpoint, parse_endpoint
+from tarn.haproxy.sources import (
+    LastGoodSet,
+    SourceError,
+    Watcher,
+    parse_instances_json,
+    parse_instances_text,
+    parse_znode,
+)
+
+
+def eps(*texts: str) -> frozenset[Endpoint]:
+    return frozenset(parse_endpoint(t) for t in texts)
+
+
+# ---- the last good set
+
+
+def test_first_good_read_is_announced() -> None:
+    known = LastGoodSet("the controller")
+    assert known.succeeded(eps("10.0.0.1:8000")) == ["instances from the controller: 10.0.0.1:8000"]
+    assert known.endpoints == eps("10.0.0.1:8000")
+
+
+def test_same_set_again_says_nothing() -> None:
+    known = LastGoodSet("zk", eps("10.0.0.1:8000"))
+    assert known.succeeded(eps("10.0.0.1:8000")) == []
+
+
+def test_a_change_names_what_came_and_went() -> None:
+    known = LastGoodSet("zk", eps("10.0.0.1:8000", "10.0.0.2:8000"))
+    notes = known.succeeded(eps("10.0.0.2:8000", "10.0.0.3:8000"))
+    assert notes == ["instances from zk: 10.0.0.2:8000, 10.0.0.3:8000 (+10.0.0.3:8000 -10.0.0.1:8000)"]
+
+
+def test_an_outage_keeps_the_last_good_set_and_says_so_once() -> None:
+    known = LastGoodSet("zk", eps("10.0.0.1:8000", "10.0.0.2:8000"))
+    notes = known.failed("no ZooKeeper session")
+    assert len(notes) == 1
+    assert "keeping the last good set (2 instances" in notes[0]
+    assert known.failed("no ZooKeeper session") == []
+    assert known.failed("HTTP 502") == []
+    assert known.endpoints == eps("10.0.0.1:8000", "10.0.0.2:8000")
+
+
+def test_an_outage_before_any_read_leaves_the_set_unknown() -> None:
+    known = LastGoodSet("zk")
+    notes = known.failed("no ZooKeeper session")
+    assert known.endpoints is None
+    assert "HAProxy is left as it is" in notes[0]
+
+
+def test_recovery_is_announced_then_the_new_set() -> None:
+    known = LastGoodSet("zk", eps("10.0.0.1:8000"), failing=True)
+    assert known.succeeded(eps("10.0.0.1:8000")) == ["zk answers again"]
+    known.failed("down")
+    notes = known.succeeded(frozenset())
+    assert notes[0] == "zk answers again"
+    assert notes[1].startswith("instances from zk: none")
+    assert known.endpoints == frozenset()  # an answered empty set is an empty set
+
+
+# ---- the watcher thread's bookkeeping (fetch_once runs in the caller's thread)
+
+
+class Scripted:
+    """A fetch that answers from a script: a set, or an exception to raise."""
+
+    def __init__(self, *answers: frozenset[Endpoint] | Exception) -> None:
+        self.answers = list(answers)
+
+    def __call__(self) -> frozenset[Endpoint]:
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def test_watcher_keeps_the_last_good_set_through_failures(caplog: pytest.LogCaptureFixture) -> None:
+    fetch = Scripted(
+        eps("10.0.0.1:8000"),
+        SourceError("HTTP 502"),
+        ConnectionError("refused"),
+        eps("10.0.0.1:8000", "10.0.0.2:8000"),
+    )
+    watcher = Watcher(fetch, 30, "the controller at http://c:8888")
+    assert watcher.current() is None
+    caplog.set_level(logging.INFO, logger="tarn.haproxy")
+
+    watcher.fetch_once()
+    assert watcher.changed.is_set()
+    watcher.changed.clear()
+
+    watcher.fetch_once()
+    watcher.fetch_once()
+    assert watcher.current() == eps("10.0.0.1:8000")
+    assert not watcher.changed.is_set()  # nothing for the sync to do during the outage
+
+    watcher.fetch_once()
+    assert watcher.current() == eps("10.0.0.1:8000", "10.0.0.2:8000")
+    assert watcher.changed.is_set()
+
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("unavailable (HTTP 502)" in m for m in messages) == 1
+    assert not any("refused" in m for m in messages)  # already reported as failing
+    assert "the controller at http://c:8888 answers again" in messages
+
+
+def test_watcher_survives_unexpected_errors() -> None:
+    watcher = Watcher(Scripted(RuntimeError("bug"), eps("10.0.0.1:8000")), 30, "zk")
+    watcher.fetch_once()
+    watcher.fetch_once()
+    assert watcher.current() == eps("10.0.0.1:8000")
+
+
+def test_watcher_thread_fetches_on_trigger() -> None:
+    fetch = Scripted(frozenset(), eps("10.0.0.1:8000"))
+    watcher = Watcher(fetch, 3600, "zk")
+    watcher.start()
+    try:
+        assert watcher.changed.wait(5)
+        assert watcher.current() == frozenset()
+        watcher.changed.clear()
+        watcher.trigger()
+        assert watcher.changed.wait(5)
+        assert watcher.current() == eps("10.0.0.1:8000")
+    finally:
+        watcher.stop()
+
+
+# ---- the contracts of docs/discovery.md
+
+
+def test_instances_text() -> None:
+    text = "10.89.42.11:8000\n10.89.42.12:8000\n\n"
+    assert parse_instances_text(text) == eps("10.89.42.11:8000", "10.89.42.12:8000")
+    assert parse_instances_text("") == frozenset()
+
+
+@pytest.mark.parametrize("text", ["worker1:8000\n", "10.0.0.1:8000\n<html>\n", "10.0.0.1\n"])
+def test_instances_text_rejects_anything_else(text: str) -> None:
+    with pytest.raises(SourceError, match="is not ip:port"):
+        parse_instances_text(text)
+
+
+def test_instances_json_takes_registered_instances() -> None:
+    document = {
+        "service": "tarn",
+        "target": 2,
+        "instances": [
+            {"ip": "10.89.42.11", "http_port": 8000, "state": "READY", "registered": True},
+            {"ip": "10.89.42.12", "http_port": 8000, "state": "STARTING", "registered": False},
+        ],
+    }
+    assert parse_instances_json(document) == eps("10.89.42.11:8000")
+
+
+def test_instances_json_rejects_other_documents() -> None:
+    with pytest.raises(SourceError):
+        parse_instances_json({"instances": [{"host": "worker1"}]})
+
+
+ZNODE = {
+    "service": "tarn-demo",
+    "instance": "triton-0",
+    "container_id": "container_1763712000000_0001_01_000002",
+    "host": "worker1",
+    "ip": "10.89.42.11",
+    "http_port": 8000,
+    "grpc_port": 8001,
+    "metrics_port": 8002,
+    "url": "http://10.89.42.11:8000",
+    "models": ["add_one"],
+    "a_key_from_the_future": {"x": 1},
+}
+
+
+def test_znode_gives_ip_and_http_port() -> None:
+    assert parse_znode(json.dumps(ZNODE).encode()) == Endpoint("10.89.42.11", 8000)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"not json",
+        b"[]",
+        json.dumps({"host": "worker1", "http_port": 8000}).encode(),
+        json.dumps({**ZNODE, "ip": "worker1"}).encode(),
+        b"\xff",
+    ],
+)
+def test_znode_rejects_others(data: bytes) -> None:
+    with pytest.raises(SourceError, match="not an instance znode"):
+        parse_znode(data)
