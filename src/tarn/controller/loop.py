@@ -26,7 +26,7 @@ from tarn.controller.decide import (
     decide,
     pick_victims,
 )
-from tarn.controller.observe import Container, Scrape, Scraper, component_target, containers_of
+from tarn.controller.observe import Container, Scrape, component_target, containers_of
 from tarn.controller.registry import RegistryPlan, znode_data
 from tarn.controller.signals import Gpu, Load, TritonSample, instance_load
 from tarn.errors import TarnError
@@ -44,6 +44,12 @@ class ServiceApi(Protocol):
     def service(self, name: str) -> JSON | None: ...
     def flex(self, name: str, component: str, count: int) -> JSON: ...
     def decommission(self, name: str, component: str, instances: list[str]) -> JSON: ...
+
+
+class ScrapeApi(Protocol):
+    """What the loop needs to read the instances (tarn.controller.observe.Scraper)."""
+
+    def scrape_all(self, containers: list[Container], want_models: set[str]) -> dict[str, Scrape]: ...
 
 
 class RegistryApi(Protocol):
@@ -162,7 +168,7 @@ class Controller:
         config: TarnConfig,
         rm: ServiceApi,
         registry: RegistryApi | None,
-        scraper: Scraper,
+        scraper: ScrapeApi,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:

@@ -242,5 +242,5 @@ def _undrain(controller: Controller, name: str) -> tuple[int, str, bytes]:
 def serve(api: Api, address: str, port: int) -> ThreadingHTTPServer:
     server = ThreadingHTTPServer((address, port), make_handler(api))
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="api", daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.1,), name="api", daemon=True).start()
     return server

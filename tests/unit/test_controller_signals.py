@@ -1,0 +1,132 @@
+"""Triton's metrics text → samples → load; the registry plan; when a drain is over."""
+
+from __future__ import annotations
+
+import pytest
+
+from tarn.controller.loop import Drain, drain_finished
+from tarn.controller.registry import Present, RegistryPlan, plan_registry, znode_data
+from tarn.controller.signals import TritonSample, instance_load, parse_triton_metrics
+
+# The shape of Triton 2.x's metrics port (series as the lab's tritonserver writes them).
+TRITON_TEXT = """\
+# HELP nv_inference_request_success Number of successful inference requests, all batch sizes
+# TYPE nv_inference_request_success counter
+nv_inference_request_success{model="add_one",version="1"} 120
+nv_inference_request_success{model="linear_onnx",version="1"} 30
+# HELP nv_inference_request_failure Number of failed inference requests, all batch sizes
+# TYPE nv_inference_request_failure counter
+nv_inference_request_failure{model="add_one",reason="BACKEND",version="1"} 2
+nv_inference_request_failure{model="add_one",reason="OTHER",version="1"} 1
+# HELP nv_inference_request_duration_us Cumulative inference request duration in microseconds
+# TYPE nv_inference_request_duration_us counter
+nv_inference_request_duration_us{model="add_one",version="1"} 4000000
+nv_inference_request_duration_us{model="linear_onnx",version="1"} 1000000
+# HELP nv_inference_pending_request_count Instantaneous number of pending requests
+# TYPE nv_inference_pending_request_count gauge
+nv_inference_pending_request_count{model="add_one",version="1"} 3
+# HELP nv_gpu_utilization GPU utilization rate [0.0 - 1.0)
+# TYPE nv_gpu_utilization gauge
+nv_gpu_utilization{gpu_uuid="GPU-aaaa"} 0.5
+nv_gpu_utilization{gpu_uuid="GPU-bbbb"} 0.7
+# HELP nv_gpu_memory_total_bytes GPU total memory, in bytes
+# TYPE nv_gpu_memory_total_bytes gauge
+nv_gpu_memory_total_bytes{gpu_uuid="GPU-aaaa"} 8e9
+# HELP nv_gpu_memory_used_bytes GPU used memory, in bytes
+# TYPE nv_gpu_memory_used_bytes gauge
+nv_gpu_memory_used_bytes{gpu_uuid="GPU-aaaa"} 2e9
+"""
+
+
+def test_parse_sums_models_and_keeps_gpus() -> None:
+    sample = parse_triton_metrics(TRITON_TEXT, at=5.0)
+    assert (sample.requests_ok, sample.requests_failed, sample.pending) == (150, 3, 3)
+    assert sample.request_duration_us == 5_000_000
+    assert [(g.uuid, g.utilization) for g in sample.gpus] == [("GPU-aaaa", 0.5), ("GPU-bbbb", 0.7)]
+    assert (sample.gpus[0].memory_used_bytes, sample.gpus[0].memory_total_bytes) == (2e9, 8e9)
+
+
+def test_parse_without_gpus_or_traffic() -> None:
+    sample = parse_triton_metrics("nv_pinned_memory_pool_total_bytes 268435456\n", at=1.0)
+    assert sample == TritonSample(at=1.0)
+
+
+def sample(at: float, ok: float, duration_s: float, pending: float = 0, failed: float = 0) -> TritonSample:
+    return TritonSample(at, ok, failed, duration_s * 1e6, pending)
+
+
+@pytest.mark.parametrize(
+    ("previous", "current", "value", "rate"),
+    [
+        (sample(0, 0, 0), sample(2, 0, 0), 0.0, 0.0),  # idle
+        (sample(0, 0, 0), sample(2, 100, 8.0), 1.0, 50.0),  # 4 in flight on average = full at 4
+        (sample(0, 0, 0), sample(2, 10, 1.0), 0.125, 5.0),
+        (sample(0, 0, 0), sample(2, 0, 0, pending=6), 1.5, 0.0),  # a queue that completes nothing
+        (sample(0, 0, 0), sample(2, 10, 0, failed=10), 0.0, 10.0),  # failures count as requests
+    ],
+)
+def test_load_from_two_samples(
+    previous: TritonSample, current: TritonSample, value: float, rate: float
+) -> None:
+    load = instance_load(previous, current, concurrency_per_instance=4)
+    assert load is not None
+    assert (load.value, load.request_rate) == (value, rate)
+
+
+def test_gpu_utilization_raises_the_load() -> None:
+    busy_gpu = parse_triton_metrics(TRITON_TEXT, at=2.0)
+    earlier = TritonSample(0.0, busy_gpu.requests_ok, busy_gpu.requests_failed, busy_gpu.request_duration_us)
+    load = instance_load(earlier, busy_gpu, concurrency_per_instance=100)
+    assert load is not None
+    assert (load.gpu_utilization, load.value) == pytest.approx((0.6, 0.6))
+
+
+@pytest.mark.parametrize(
+    ("previous", "current"),
+    [
+        (None, sample(2, 5, 1)),  # first sight: no rate yet
+        (sample(0, 50, 5), sample(2, 3, 1)),  # Triton restarted: counters went down
+        (sample(2, 0, 0), sample(2, 5, 1)),  # no time elapsed
+    ],
+)
+def test_no_load_without_a_usable_pair(previous: TritonSample | None, current: TritonSample) -> None:
+    assert instance_load(previous, current, 4) is None
+
+
+def test_registry_plan_creates_updates_deletes_and_takes_over() -> None:
+    mine, old = 7, 3
+    present = {
+        "c1": Present(owner=mine, service="svc"),  # ours, unchanged
+        "c2": Present(owner=mine, service="svc"),  # ours, data changed
+        "c3": Present(owner=old, service="svc"),  # an earlier controller's session
+        "c4": Present(owner=mine, service="svc"),  # no longer ready
+        "x9": Present(owner=11, service="other"),  # another service under the same path
+    }
+    written = {"c1": b"1", "c2": b"old", "c4": b"4"}
+    wanted = {"c1": b"1", "c2": b"new", "c3": b"3", "c5": b"5"}
+    plan = plan_registry(present, written, wanted, service="svc", session=mine)
+    assert plan == RegistryPlan(create=("c3", "c5"), update=("c2",), delete=("c3", "c4"))
+
+
+def test_registry_plan_is_empty_when_in_sync() -> None:
+    present = {"c1": Present(owner=1, service="svc")}
+    assert not plan_registry(present, {"c1": b"d"}, {"c1": b"d"}, service="svc", session=1)
+
+
+def test_znode_data_is_canonical_json() -> None:
+    assert znode_data({"b": 1, "a": "x"}) == b'{"a":"x","b":1}'
+
+
+@pytest.mark.parametrize(
+    ("started", "last_activity", "now", "finished"),
+    [
+        (0.0, 0.0, 1.0, False),  # within the grace period
+        (0.0, 0.0, 2.5, True),  # idle since the drain began, grace over
+        (0.0, 2.0, 3.0, False),  # a request completed 1 s ago
+        (0.0, 2.0, 4.5, True),
+        (0.0, 29.9, 30.0, True),  # busy, but the bound is reached
+    ],
+)
+def test_drain_finished(started: float, last_activity: float, now: float, finished: bool) -> None:
+    drain = Drain(started=started, remove=True)
+    assert drain_finished(drain, now, last_activity, grace_s=2.0, timeout_s=30.0) is finished
