@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
 
     controller = commands.add_parser("controller", help="run the controller (inside YARN)")
     add_config_arguments(controller)
-    controller.add_argument("--rm-url", action="append", help="ResourceManager web URL (default: yarn-site.xml)")
+    controller.add_argument("--rm-url", action="append", help="ResourceManager URL (default: yarn-site.xml)")
 
     for name, text in (
         ("status", "the service's state and components"),

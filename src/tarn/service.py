@@ -1,8 +1,9 @@
 """The TARN service's life cycle: one piece of logic behind the `tarn` CLI and the Ansible modules.
 
 * :func:`desired_service`: the spec and the files a config asks for (pure but for building the
-  zipapps). The spec's ``version`` is TARN's version plus a digest of the spec and of the shipped
-  code, so "is the running service what was asked for" does not depend on how the RM echoes a spec.
+  zipapps). Each component's environment carries ``TARN_CODE_DIGEST``, the digest of the zipapp
+  it runs, and the spec's ``version`` is TARN's version plus a digest of the whole spec, so new
+  TARN code is a spec change of the component that runs it.
 * :func:`plan`: desired state vs the RM's service JSON → what to do (pure; runtime fields such as
   containers, states, ids, the remaining lifetime and the instance count chosen by the
   controller are ignored). A change of the Triton instance count only flexes; any other change
@@ -48,6 +49,7 @@ _RUNTIME = frozenset(
      "number_of_running_containers", "decommissioned_instances", "description"}
 )  # fmt: skip
 
+CODE_DIGEST_ENV = "TARN_CODE_DIGEST"
 Log = Callable[[str], None]
 
 
@@ -138,15 +140,18 @@ def desired_service(config: TarnConfig, user: str, environ: Mapping[str, str]) -
         uploads[_hdfs_path(artifacts.token_file)] = _token_bytes(config)
     if artifacts.secrets_password_file is not None:
         uploads[_hdfs_path(artifacts.secrets_password_file)] = environ[STORE_PASSWORD_ENV].encode()
-    spec["version"] = spec_version(spec, code)
+    # Each component carries the digest of the code it runs: new TARN code relaunches only the
+    # component whose code changed (the controller's changes often, the launcher's seldom).
+    for component, path in ((CONTROLLER, artifacts.payload), (TRITON, artifacts.launcher)):
+        env = (_component(spec, component) or {}).setdefault("configuration", {}).setdefault("env", {})
+        env[CODE_DIGEST_ENV] = hashlib.sha256(code[_hdfs_path(path)]).hexdigest()[:16]
+    spec["version"] = spec_version(spec)
     return Desired(config=config, user=user, spec=spec, uploads=uploads)
 
 
-def spec_version(spec: JSON, code: Mapping[str, bytes]) -> str:
-    """TARN's version + a digest of the spec (less runtime fields) and of the shipped code (not secrets)."""
+def spec_version(spec: JSON) -> str:
+    """TARN's version + a digest of the spec less runtime fields (code digests included, no secret)."""
     digest = hashlib.sha256(json.dumps(comparable(spec), sort_keys=True).encode())
-    for path in sorted(code):
-        digest.update(path.encode() + b"\0" + hashlib.sha256(code[path]).digest())
     return f"{__version__}-{digest.hexdigest()[:12]}"
 
 
@@ -176,21 +181,23 @@ def comparable(spec: JSON, template: JSON | None = None) -> JSON:
         if key == "components":
             wanted = {c["name"]: c for c in (template or {}).get("components", [])}
             view[key] = {
-                c["name"]: _project(c, wanted.get(c["name"]) if template is not None else None)
+                c["name"]: _project(c, wanted.get(c["name"]) if template is not None else None, False)
                 for c in value
                 if template is None or c["name"] in wanted
             }
         else:
-            view[key] = _project(value, template.get(key) if template is not None else None)
+            view[key] = _project(value, template.get(key) if template is not None else None, key in _MAPS)
     return view
 
 
-def _project(value: Any, template: Any) -> Any:
+def _project(value: Any, template: Any, whole: bool = False) -> Any:
+    """``value`` cut to the shape of ``template``; a ``whole`` map keeps every key (values still cut)."""
     if isinstance(value, dict):
+        shape = template if isinstance(template, dict) else {}
         return {
-            k: v if k in _MAPS else _project(v, template.get(k) if isinstance(template, dict) else None)
+            k: _project(v, shape.get(k), whole=k in _MAPS)
             for k, v in value.items()
-            if k not in _RUNTIME and (not isinstance(template, dict) or k in template)
+            if k not in _RUNTIME and (whole or template is None or k in shape)
         }
     if isinstance(value, list):
         items = (
@@ -316,7 +323,7 @@ class Options:
 
     wait: bool = True
     timeout: float = 600.0  # for each wait (submission to READY, one instance's upgrade, …)
-    drain_timeout: float = 300.0
+    drain_timeout: float = 300.0  # HTTP timeout of a drain call; the controller bounds the wait itself
     token: Secret | None = None  # the controller's API token, to drain instances
     controller_url: str | None = None  # default: the controller container's host and --am-port
     log: Log = field(default=lambda text: None)
@@ -343,7 +350,16 @@ def apply(cluster: Cluster, name: str, steps: Plan, desired: Desired | None, opt
         assert desired is not None
         if steps.upgrade:
             upload(cluster, desired)
-            rm.initiate_upgrade(desired.spec)
+            try:
+                rm.initiate_upgrade(desired.spec)
+            except ClusterError as exc:
+                if "upgrade is disabled" not in str(exc):
+                    raise
+                raise ClusterError(
+                    f"{exc} A spec change is applied by a YARN service upgrade: set "
+                    "yarn.service.upgrade.enabled=true in the RM's yarn-site.xml (role "
+                    "tarn.yarn.yarn_resourcemanager does) and restart the RM"
+                ) from exc
             options.log(f"service {name}: upgrade to version {desired.spec['version']} initiated")
         rolling_upgrade(rm, name, str(desired.spec["version"]), options)
     if steps.flex_to is not None:
@@ -508,8 +524,12 @@ def _drain(service: JSON, component: str, instance: str, options: Options) -> Co
         raise ClusterError(f"{instance}: no controller to drain it through; is the controller running?")
     controller = Controller(url, options.token)
     started = time.monotonic()
-    controller.drain(instance, timeout=options.drain_timeout)
-    options.log(f"{instance} drained in {time.monotonic() - started:.1f} s")
+    answer = controller.drain(instance, timeout=options.drain_timeout)
+    took = time.monotonic() - started
+    if answer.get("drained"):
+        options.log(f"{instance} drained in {took:.1f} s")
+    else:  # the controller's bound ran out: requests still in flight may fail
+        options.log(f"warning: {instance} still busy after {took:.1f} s of draining; upgrading it anyway")
     return controller
 
 
