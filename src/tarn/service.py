@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -291,8 +292,10 @@ def plan(
     service_level = {k: v for k, v in mine.items() if k != "components"} != {
         k: v for k, v in theirs.items() if k != "components"
     }
-    if (service_level or actual.get("version") != desired.get("version")) and not changed:
-        changed = COMPONENTS  # the shipped code or service-wide settings changed: relaunch all
+    if service_level and not changed:
+        changed = COMPONENTS  # service-wide settings changed: relaunch all
+    # The versions alone may differ (a spec the RM echoed back, e.g. after tarn_scale changed the
+    # bounds to what is asked now): nothing to relaunch for that.
     running = str(actual.get("state"))
     count = triton_count(actual)
     target = min(max(count, low), high)
@@ -388,6 +391,46 @@ def create(cluster: Cluster, desired: Desired) -> JSON:
     except (TarnError, OSError):
         cluster.hdfs.delete(desired.directory, recursive=True)  # nothing half-deployed
         raise
+
+
+def spec_of(service: JSON) -> JSON:
+    """The RM's service JSON less its runtime fields: a spec to upgrade to, once changed."""
+    spec: JSON = {k: _project(v, None) for k, v in service.items() if k not in _RUNTIME}
+    spec["components"] = [
+        {k: _project(v, None) for k, v in c.items() if k not in _RUNTIME} | {"number_of_containers": n}
+        for c, n in ((c, c.get("number_of_containers", 0)) for c in service.get("components", []))
+    ]
+    return spec
+
+
+def with_bounds(service: JSON, low: int | None, high: int | None) -> tuple[JSON, tuple[int, int]]:
+    """The running service's spec with new autoscaling bounds in the controller's flags (pure):
+    (the spec to upgrade to, the new (min, max)). The rest of the spec is kept as the RM has it."""
+    spec = spec_of(service)
+    controller = _component(spec, CONTROLLER)
+    if controller is None:
+        raise ClusterError(f"service {service.get('name')}: no controller component; is it a TARN service?")
+    words = shlex.split(str(controller["launch_command"]))
+    current = {flag: int(_flag_value(words, flag) or 0) for flag in ("--min-instances", "--max-instances")}
+    wanted = {
+        "--min-instances": current["--min-instances"] if low is None else low,
+        "--max-instances": current["--max-instances"] if high is None else high,
+    }
+    if wanted["--min-instances"] < 0:
+        raise ConfigError(f"--min-instances: {wanted['--min-instances']} is negative; give 0 or more")
+    if wanted["--max-instances"] < max(1, wanted["--min-instances"]):
+        raise ConfigError(
+            f"--max-instances: {wanted['--max-instances']} is below 1 or --min-instances; raise it"
+        )
+    for flag, value in wanted.items():
+        words[words.index(flag) + 1] = str(value)
+    controller["launch_command"] = shlex.join(words)
+    spec["version"] = spec_version(spec)
+    return spec, (wanted["--min-instances"], wanted["--max-instances"])
+
+
+def _flag_value(words: list[str], flag: str) -> str | None:
+    return words[words.index(flag) + 1] if flag in words[:-1] else None
 
 
 def existing(rm: ResourceManager, name: str) -> JSON:
