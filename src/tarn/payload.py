@@ -66,12 +66,14 @@ def _tree(root: Path, prefix: str) -> list[tuple[Path, str]]:
 def _zipapp(files: Iterable[tuple[Path, str]], main: str) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("__main__.py", main)
-        for path, name in files:
-            # A fixed timestamp keeps the archive identical for identical sources.
+        # A fixed timestamp on every entry keeps the archive identical for identical sources
+        # (tarn_deploy compares the zipapps' digests to decide whether to upgrade).
+        entries = [("__main__.py", main.encode())] + [(name, path.read_bytes()) for path, name in files]
+        for name, data in entries:
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, path.read_bytes())
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data)
     return buffer.getvalue()
 
 
