@@ -144,7 +144,9 @@ def haproxy_sync(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="tarn haproxy-sync: %(levelname)s %(message)s"
     )
-    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    logging.getLogger("kazoo").setLevel(
+        logging.ERROR
+    )  # each reconnection attempt; the source logs the outage once
     watcher, zookeeper = watcher_for(options)
     stop = threading.Event()
 
