@@ -341,6 +341,12 @@ def apply(cluster: Cluster, name: str, steps: Plan, desired: Desired | None, opt
         return None
     if steps.stop:
         rm.set_state(name, "STOPPED")
+        if options.wait:
+            return _until(
+                lambda: _if(rm.service(name), lambda s: str(s.get("state")) in STOPPED_STATES),
+                options,
+                f"service {name}: STOPPED",
+            )
         return rm.service(name)
     if steps.create:
         assert desired is not None

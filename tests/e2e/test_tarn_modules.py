@@ -1,0 +1,195 @@
+"""The tarn.yarn modules against the lab's real ResourceManager and HDFS (services named mod-*).
+
+create → a second run changes nothing → check mode reports a change without making it → diff
+shows it → absent removes the service and its HDFS files. Then the model repository module
+(idempotent by HDFS checksum) and an in-place model load under inference load.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.webhdfs import WebHdfs
+
+from .conftest import LAB_MASTER, LAB_USER
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "examples" / "model_repository"
+# Ports and sizes set aside for these tests on the shared lab.
+SERVICE = {
+    "runtime": "process", "port": 8100, "grpc_port": 8101, "metrics_port": 8102, "am_port": 8898,
+    "memory_mb": 512, "vcores": 1, "controller_memory_mb": 512, "min_instances": 1,
+    "max_instances": 2, "token": "mod-e2e-token",
+}  # fmt: skip
+CONNECTION = {
+    "rm_url": [f"http://{LAB_MASTER}:8088"],
+    "webhdfs_url": f"http://{LAB_MASTER}:9870",
+    "user": LAB_USER,
+}
+
+
+def run_module(module: str, args: dict[str, Any], *flags: str) -> dict[str, Any]:
+    """Run one tarn.yarn module through ansible-playbook; its registered result."""
+    playbook = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "module_defaults": {"group/tarn.yarn.tarn": CONNECTION},
+            "tasks": [
+                {"name": "module", f"tarn.yarn.{module}": args, "register": "out", "ignore_errors": True},
+                {
+                    "name": "result",
+                    "ansible.builtin.copy": {"content": "{{ out | to_json }}", "dest": "{{ result_file }}"},
+                    "check_mode": False,
+                },
+            ],
+        }
+    ]
+    work = Path(tempfile.mkdtemp(prefix="tarn-mod-"))
+    (work / "play.yml").write_text(json.dumps(playbook))
+    done = subprocess.run(
+        ["ansible-playbook", "-i", "localhost,", "-c", "local",
+         "-e", f"ansible_python_interpreter={sys.executable}",
+         "-e", f"result_file={work / 'result.json'}", str(work / "play.yml"), *flags],
+        capture_output=True, text=True, timeout=900, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result: dict[str, Any] = json.loads((work / "result.json").read_text())
+    assert not result.get("failed"), f"tarn.yarn.{module} failed: {result.get('msg')}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def models_on_hdfs(hdfs: WebHdfs) -> Iterator[str]:
+    remote = f"/user/{LAB_USER}/mod-models-{uuid.uuid4().hex[:6]}"
+    result = run_module("tarn_model_repository", {"src": str(MODELS), "dest": remote})
+    assert result["changed"]
+    assert result["uploaded"] == len([p for p in MODELS.rglob("*") if p.is_file()])
+    yield remote
+    hdfs.delete(remote, recursive=True)
+
+
+def test_repository_upload_is_idempotent(hdfs: WebHdfs, models_on_hdfs: str, tmp_path: Path) -> None:
+    again = run_module("tarn_model_repository", {"src": str(MODELS), "dest": models_on_hdfs})
+    assert not again["changed"], again
+    assert {f["action"] for f in again["files"]} == {"unchanged"}
+    assert all("HDFS checksum" in f["reason"] for f in again["files"])
+    # A same-size edit is found by the checksum, reported in check mode and left alone.
+    copy = tmp_path / "repo"
+    subprocess.run(["cp", "-r", str(MODELS), str(copy)], check=True)
+    target = copy / "add_one" / "config.pbtxt"
+    text = target.read_text()
+    target.write_text(text.replace("add_one", "add_onf", 1))
+    checked = run_module(
+        "tarn_model_repository", {"src": str(copy), "dest": models_on_hdfs}, "--check", "--diff"
+    )
+    changed = [f for f in checked["files"] if f["action"] != "unchanged"]
+    assert [f["path"] for f in changed] == ["add_one/config.pbtxt"], checked
+    assert changed[0]["reason"] == "content differs (HDFS checksum)"
+    assert "add_one/config.pbtxt" in checked["diff"]["after"]
+    assert hdfs.read(f"{models_on_hdfs}/add_one/config.pbtxt").decode() == text  # untouched
+
+
+def test_deploy_lifecycle(rm: ResourceManager, hdfs: WebHdfs, models_on_hdfs: str) -> None:
+    name = f"mod-e2e-{uuid.uuid4().hex[:6]}"
+    args = {"service_name": name, "model_repository": f"hdfs://{models_on_hdfs}", **SERVICE}
+    try:
+        created = run_module("tarn_deploy", args)
+        assert created["actions"] == ["create"], created
+        assert [i["state"] for i in created["instances"]] == ["READY"]
+        assert created["controller_url"].endswith(":8898")
+        assert SERVICE["token"] not in json.dumps(created)
+
+        again = run_module("tarn_deploy", args)
+        assert not again["changed"], again
+
+        # check mode: the change is reported (with its diff) and not made
+        changed = {**args, "env": {"TARN_IMAGE_STANDIN": "v2"}}
+        checked = run_module("tarn_deploy", changed, "--check", "--diff")
+        assert checked["actions"] == ["upgrade triton"], checked
+        before, after = checked["diff"]["before"], checked["diff"]["after"]
+        assert "TARN_IMAGE_STANDIN" not in before["components"]["triton"]["configuration"]["env"]
+        assert after["components"]["triton"]["configuration"]["env"]["TARN_IMAGE_STANDIN"] == "v2"
+        service = rm.service(name) or {}
+        assert "TARN_IMAGE_STANDIN" not in json.dumps(service)
+        assert service["version"] == created["version"]
+
+        # a bounds change the controller can live with changes nothing; one it cannot, flexes
+        flexed = run_module("tarn_deploy", {**args, "min_instances": 2}, "--check")
+        assert "flex triton to 2" in flexed["actions"]
+
+        info = run_module("tarn_info", {"service_name": name, "token": SERVICE["token"]})
+        assert info["exists"]
+        assert info["state"] in ("STABLE", "STARTED")
+        assert SERVICE["token"] not in json.dumps(info)
+
+        stopped = run_module("tarn_deploy", {"service_name": name, "state": "stopped"})
+        assert stopped["changed"]
+        assert not run_module("tarn_deploy", {"service_name": name, "state": "stopped"})["changed"]
+    finally:
+        removed = run_module("tarn_deploy", {"service_name": name, "state": "absent"})
+    assert removed["changed"]
+    assert rm.service(name) is None
+    assert hdfs.status(f"/user/{LAB_USER}/.tarn/{name}") is None  # no HDFS artifacts left
+    assert not run_module("tarn_deploy", {"service_name": name, "state": "absent"})["changed"]
+
+
+class Load:
+    """Constant inference load on every registered instance (the controller's /instances, as a
+    discovery client such as HAProxy sees them); counts successes and failures."""
+
+    def __init__(self, controller: str, token: str) -> None:
+        self.controller, self.token = controller, token
+        self.ok = self.failed = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _targets(self) -> list[str]:
+        reply = requests.get(
+            f"{self.controller}/instances",
+            params={"format": "text"},
+            headers={"X-TARN-Token": self.token},
+            timeout=5,
+        )
+        return [line.strip() for line in reply.text.splitlines() if line.strip()]
+
+    def _run(self) -> None:
+        body = {"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}
+        targets: list[str] = []
+        refreshed = 0.0
+        while not self._stop.is_set():
+            if time.monotonic() - refreshed > 0.5:
+                targets, refreshed = self._targets() or targets, time.monotonic()
+            for target in targets:
+                try:
+                    reply = requests.post(f"http://{target}/v2/models/add_one/infer", json=body, timeout=10)
+                    if reply.status_code == 200:
+                        self.ok += 1
+                    else:
+                        self.failed += 1
+                        self.errors.append(f"{target}: {reply.status_code} {reply.text[:100]}")
+                except requests.RequestException as exc:
+                    self.failed += 1
+                    self.errors.append(f"{target}: {exc.__class__.__name__}")
+
+    def __enter__(self) -> Load:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
