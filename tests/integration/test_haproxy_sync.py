@@ -251,7 +251,7 @@ class Haproxy:
         """Start HAProxy; return the time it was started (its socket answers when this returns)."""
         started = time.monotonic()
         self.process = self.ns.popen(["haproxy", "-f", str(self.cfg), "-db"], "haproxy.log")
-        wait_until(lambda: self._answers(), "HAProxy's socket answers", timeout=10)
+        wait_until(self._answers, "HAProxy's socket answers", timeout=10)
         return started
 
     def stop(self) -> None:
