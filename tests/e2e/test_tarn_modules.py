@@ -31,7 +31,7 @@ from .conftest import LAB_MASTER, LAB_USER
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "examples" / "model_repository"
 # Ports and sizes set aside for these tests on the shared lab.
-SERVICE = {
+SERVICE: dict[str, Any] = {
     "runtime": "process", "port": 8100, "grpc_port": 8101, "metrics_port": 8102, "am_port": 8898,
     "memory_mb": 512, "vcores": 1, "controller_memory_mb": 512, "min_instances": 1,
     "max_instances": 2, "token": "mod-e2e-token",
