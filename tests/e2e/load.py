@@ -1,0 +1,96 @@
+"""A constant inference load for the e2e tests: N threads, each inferring add_one in a loop
+against an address chosen per request from a discovery function, counting every outcome.
+
+A failed request is counted, never retried: "zero failed requests" means exactly that.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import tritonclient.http as triton_http
+
+INPUT = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
+EXPECTED = INPUT + 1
+
+
+@dataclass
+class Tally:
+    ok: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    by_target: dict[str, int] = field(default_factory=dict)
+
+    def percentile(self, fraction: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
+
+
+class Load:
+    """``targets()`` returns the addresses (host:port) to spread requests over, e.g. discovery's."""
+
+    def __init__(self, targets: Callable[[], list[str]], threads: int, pause_s: float = 0.0) -> None:
+        self._targets = targets
+        self._threads = threads
+        self._pause_s = pause_s
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._workers: list[threading.Thread] = []
+        self._counter = itertools.count()
+        self.tally = Tally()
+
+    def __enter__(self) -> Load:
+        for number in range(self._threads):
+            worker = threading.Thread(target=self._run, name=f"load-{number}", daemon=True)
+            worker.start()
+            self._workers.append(worker)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def stop(self) -> Tally:
+        self._stop.set()
+        for worker in self._workers:
+            worker.join(timeout=30)
+        return self.tally
+
+    def _run(self) -> None:
+        clients: dict[str, triton_http.InferenceServerClient] = {}
+        while not self._stop.is_set():
+            targets = self._targets()
+            if not targets:
+                time.sleep(0.05)
+                continue
+            target = targets[next(self._counter) % len(targets)]
+            client = clients.get(target)
+            if client is None:
+                client = clients[target] = triton_http.InferenceServerClient(
+                    target, connection_timeout=5, network_timeout=30
+                )
+            began = time.monotonic()
+            try:
+                tensor = triton_http.InferInput("INPUT0", list(INPUT.shape), "FP32")
+                tensor.set_data_from_numpy(INPUT)
+                result = client.infer("add_one", [tensor]).as_numpy("OUTPUT0")
+                good = result is not None and bool(np.array_equal(result, EXPECTED))
+                error = None if good else f"{target}: wrong answer {result}"
+            except Exception as exc:  # every failure counts, whatever its kind
+                good, error = False, f"{target}: {exc.__class__.__name__}: {str(exc)[:160]}"
+                clients.pop(target, None)
+            with self._lock:
+                if good:
+                    self.tally.ok += 1
+                    self.tally.latencies.append(time.monotonic() - began)
+                    self.tally.by_target[target] = self.tally.by_target.get(target, 0) + 1
+                else:
+                    self.tally.failed += 1
+                    self.tally.errors.append(str(error))
+            if self._pause_s:
+                time.sleep(self._pause_s)

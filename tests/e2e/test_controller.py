@@ -1,0 +1,358 @@
+"""The controller on the lab: ZooKeeper registration latency, autoscaling under load with a
+drain before every scale-down, adoption after the controller is killed, /metrics, the
+dashboard in headless Chromium, and the token.
+
+One service for the module: process runtime, anti-affinity off and a port stride so up to
+three instances fit on the two workers, a 1 s tick and a 10 s cooldown to keep the test short.
+Numbers are printed (pytest -s shows them; the Molecule verify log keeps them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from kazoo.client import KazooClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.webhdfs import WebHdfs
+from tarn.errors import TarnError
+
+from .conftest import LAB_MASTER, LAB_USER, wait_for
+from .load import Load
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "build" / "test-artifacts"
+SERVICE = "tarn-e2e-ctl"
+ZK_PATH = f"/services/{SERVICE}/instances"
+BASE_PORT, STRIDE, AM_PORT = 8200, 10, 8890
+MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-ctl-models"
+CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
+
+
+def tarn(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tarn", *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+class Service:
+    """The running service as the test sees it: its controller's API and its ZooKeeper path."""
+
+    def __init__(self, rm: ResourceManager, zk: KazooClient, token: str) -> None:
+        self.rm, self.zk, self.token = rm, zk, token
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"X-TARN-Token": self.token}
+
+    def controller_host(self) -> str | None:
+        service = self.rm.service(SERVICE) or {}
+        for component in service.get("components", []):
+            if component["name"] == "controller":
+                for container in component.get("containers", []):
+                    address = container.get("ip") or container.get("hostname")
+                    return str(address) if address else None
+        return None
+
+    def api(self, path: str, **kwargs: Any) -> requests.Response:
+        host = self.controller_host()
+        if host is None:
+            raise requests.ConnectionError("no controller container yet")
+        return requests.get(f"http://{host}:{AM_PORT}{path}", timeout=5, **kwargs)
+
+    def instances(self) -> dict[str, Any]:
+        reply = self.api("/instances", headers=self.headers)
+        reply.raise_for_status()
+        listing: dict[str, Any] = reply.json()
+        return listing
+
+    def registered(self) -> dict[str, dict[str, Any]]:
+        """container id -> znode JSON, straight from ZooKeeper."""
+        found = {}
+        for child in self.zk.get_children(ZK_PATH) if self.zk.exists(ZK_PATH) else []:
+            reply = self.zk.exists(f"{ZK_PATH}/{child}") and self.zk.get(f"{ZK_PATH}/{child}")
+            if reply:  # a znode may go between the listing and the read
+                found[child] = json.loads(reply[0])
+        return found
+
+    def owners(self) -> set[int]:
+        owners = set()
+        for child in self.zk.get_children(ZK_PATH) if self.zk.exists(ZK_PATH) else []:
+            stat = self.zk.exists(f"{ZK_PATH}/{child}")
+            if stat is not None:
+                owners.add(int(stat.ephemeralOwner))
+        return owners
+
+
+class Discovery:
+    """What a client does: re-read the controller's /instances?format=text every 0.2 s."""
+
+    def __init__(self, service: Service) -> None:
+        self._service = service
+        self._targets: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> Discovery:
+        self._thread.start()
+        wait_for(lambda: self._targets, 30, "a first discovery answer", every=0.2)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def targets(self) -> list[str]:
+        return list(self._targets)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            try:
+                reply = self._service.api("/instances?format=text", headers=self._service.headers)
+                if reply.status_code == 200:
+                    self._targets = reply.text.split()
+            except (requests.RequestException, TarnError):
+                pass  # keep the last good list, as a client would
+            self._stop.wait(0.2)
+
+
+@pytest.fixture(scope="module")
+def service(rm: ResourceManager, hdfs: WebHdfs, zk_hosts: str) -> Iterator[Service]:
+    token = secrets.token_urlsafe(16)
+    tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+    hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
+    submitted = tarn(
+        "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
+        "--model-repository", f"hdfs://{MODELS_ON_HDFS}", "--token", token,
+        "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
+        "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),
+        "--min-instances", "1", "--max-instances", "3", "--cooldown", "10000", "--tick-seconds", "1",
+        "--concurrency-per-instance", "2", "--drain-timeout", "20", "--gpus-per-instance", "0",
+        "--memory-mb", "768", "--vcores", "1", "--controller-memory-mb", "512",
+        "--zk-ensemble", zk_hosts, "--zk-path", ZK_PATH, *CLUSTER,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    zk = KazooClient(hosts=zk_hosts)
+    zk.start(timeout=15)
+    running = Service(rm, zk, token)
+    try:
+        wait_for(lambda: _answers(running), 240, "the controller's API")
+        yield running
+    finally:
+        zk.stop()
+        zk.close()
+        done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+        assert done.returncode == 0, done.stderr
+        hdfs.delete(MODELS_ON_HDFS, recursive=True)
+
+
+def _answers(running: Service) -> bool:
+    try:
+        return running.api("/health").status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def worker_of(host_or_ip: str) -> str:
+    return {"10.89.42.11": "worker1", "10.89.42.12": "worker2"}.get(host_or_ip, host_or_ip)
+
+
+def podman_exec(host: str, *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["podman", "exec", f"tarn-lab-{worker_of(host)}", *command],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def triton_ready(ip: str, port: int) -> bool:
+    try:
+        return requests.get(f"http://{ip}:{port}/v2/health/ready", timeout=0.5).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def poll_until(probe: Any, timeout: float, what: str) -> float:
+    """Poll every 50 ms; the monotonic time the probe first held."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if probe():
+            return time.monotonic()
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def ready_to_registered(service: Service, instance: dict[str, Any]) -> float:
+    became_ready = poll_until(
+        lambda: triton_ready(instance["ip"], instance["http_port"]), 240, "Triton ready"
+    )
+    appeared = poll_until(lambda: instance["container_id"] in service.registered(), 30, "its znode")
+    return appeared - became_ready
+
+
+def serving_instance(service: Service, other_than: str = "") -> dict[str, Any]:
+    """The one Triton container, once the RM reports its address (and it is not ``other_than``)."""
+
+    def probe() -> dict[str, Any] | None:
+        found = [i for i in service.instances()["instances"] if i["container_id"] != other_than]
+        return found[0] if found and found[0]["ip"].count(".") == 3 else None
+
+    return wait_for(probe, 240, "a Triton container with an address")
+
+
+def test_registration_follows_readiness_within_2_s(service: Service) -> None:
+    """The first instance appears once Triton is ready; killed, it disappears; replaced, it is back."""
+    first = serving_instance(service)
+    first_delay = ready_to_registered(service, first)
+    znode = service.registered()[first["container_id"]]
+    assert znode["url"] == f"http://{znode['ip']}:{first['http_port']}"
+    assert {"host", "ip", "http_port", "grpc_port", "metrics_port", "container_id"} <= set(znode)
+    assert "add_one" in znode["models"]
+
+    killed_at = time.monotonic()
+    command = ["pkill", "-KILL", "-f", f"tritonserver.*--http-port={first['http_port']}"]
+    assert podman_exec(first["ip"], *command).returncode == 0
+    gone = (
+        poll_until(lambda: first["container_id"] not in service.registered(), 30, "the znode to go")
+        - killed_at
+    )
+
+    second = serving_instance(service, other_than=first["container_id"])
+    second_delay = ready_to_registered(service, second)
+    print(
+        f"\nregistration: ready -> znode {first_delay:.2f} s (first start),"
+        f" {second_delay:.2f} s (replacement);"
+        f" kill -> znode gone {gone:.2f} s"
+    )
+    assert first_delay <= 2.0
+    assert second_delay <= 2.0
+    assert gone <= 2.0
+
+
+def test_load_scales_up_to_max_then_idle_scales_down_to_min_without_a_failed_request(
+    service: Service,
+) -> None:
+    started = time.monotonic()
+    with Discovery(service) as discovery:
+        with Load(discovery.targets, threads=6) as heavy:
+            wait_for(lambda: service.instances()["target"] == 3, 180, "the target to reach --max-instances 3")
+            rose_after = time.monotonic() - started
+            wait_for(lambda: len(service.registered()) == 3, 240, "three instances in discovery")
+        with Load(discovery.targets, threads=1, pause_s=0.05) as light:
+            wait_for(
+                lambda: service.instances()["target"] == 1, 180, "the target to fall to --min-instances 1"
+            )
+            wait_for(lambda: len(service.instances()["instances"]) == 1, 120, "one container left")
+            time.sleep(2)
+    fell_after = time.monotonic() - started
+    print(
+        f"\nautoscaling: target 3 after {rose_after:.1f} s of load"
+        f" ({heavy.tally.ok} ok, {heavy.tally.failed} failed,"
+        f" p50 {heavy.tally.percentile(0.5) * 1000:.0f} ms);"
+        f" back to 1 at {fell_after:.1f} s with a light load"
+        f" ({light.tally.ok} ok, {light.tally.failed} failed)"
+    )
+    assert heavy.tally.failed == 0, heavy.tally.errors[:5]
+    assert light.tally.failed == 0, light.tally.errors[:5]
+    assert light.tally.ok > 50
+    metrics = service.api("/metrics", headers=service.headers).text
+    counters = {s.name: s.value for f in text_string_to_metric_families(metrics) for s in f.samples}
+    assert counters["tarn_decommissioned_instances_total"] >= 2  # 3 -> 1, each drained first
+
+
+def test_metrics_parse_and_need_the_token(service: Service) -> None:
+    assert service.api("/metrics").status_code == 401
+    assert service.api("/instances").status_code == 401
+    assert service.api("/metrics", headers={"X-TARN-Token": "not-it"}).status_code == 401
+    reply = service.api("/metrics", params={"token": service.token})
+    assert reply.status_code == 200
+    families = {f.name: f for f in text_string_to_metric_families(reply.text)}
+    for name in ("tarn_target_containers", "tarn_running_containers", "tarn_container_load"):
+        assert families[name].samples, name
+    assert "tarn_gpu_utilization" in families
+    assert "tarn_gpu_memory_used" in families
+    assert service.token not in reply.text
+
+
+def test_dashboard_renders_in_headless_chromium(service: Service) -> None:
+    host = service.controller_host()
+    url = f"http://{host}:{AM_PORT}/dashboard?token={service.token}"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "dashboard.png"
+    shot.unlink(missing_ok=True)
+    chromium = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    env = {**os.environ, "HOME": str(ARTIFACTS)}
+    dom = subprocess.run(
+        [*chromium, "--dump-dom", url], capture_output=True, text=True, timeout=120, check=True, env=env
+    ).stdout
+    subprocess.run(
+        [*chromium, f"--screenshot={shot}", "--window-size=1400,900", url],
+        capture_output=True, timeout=120, check=True, env=env,
+    )  # fmt: skip
+    for instance in service.instances()["instances"]:
+        assert instance["instance"] in dom
+        assert instance["container_id"] in dom
+    assert "Scaling history" in dom
+    assert "load" in dom
+    assert "-&gt; 3" in dom or "→ 3" in dom  # the scale-up of the load test is in the history
+    assert service.token not in dom
+    assert shot.stat().st_size > 10_000
+    print(f"\ndashboard screenshot: {shot}")
+
+
+def test_controller_killed_adopts_instances_without_restarting_them(service: Service) -> None:
+    listing = service.instances()
+    target = listing["target"]
+    containers = {i["container_id"] for i in listing["instances"]}
+    pids = {
+        i["container_id"]: podman_exec(
+            i["ip"], "pgrep", "-f", f"tritonserver.*--http-port={i['http_port']}"
+        ).stdout
+        for i in listing["instances"]
+    }
+    old_owners = service.owners()
+    host = service.controller_host()
+    assert host is not None
+    killed = podman_exec(host, "pkill", "-KILL", "-f", f"tarn.pyz controller.*--service-name {SERVICE}")
+    assert killed.returncode == 0, killed.stderr
+    killed_at = time.monotonic()
+    missing_since: float | None = None
+    longest_gap = 0.0
+    while True:  # watch discovery continuously until the new controller owns every znode
+        present = set(service.registered())
+        now = time.monotonic()
+        if present >= containers:
+            if missing_since is not None:
+                longest_gap = max(longest_gap, now - missing_since)
+            missing_since = None
+        elif missing_since is None:
+            missing_since = now
+        owners = service.owners()
+        if present >= containers and owners and not owners & old_owners:
+            break
+        assert now - killed_at < 180, "the restarted controller did not take the registrations over"
+        time.sleep(0.1)
+    reowned = time.monotonic() - killed_at
+    wait_for(lambda: _answers(service), 120, "the restarted controller's API")
+    after = service.instances()
+    print(
+        f"\ncontroller kill: znodes re-owned after {reowned:.1f} s;"
+        f" longest gap in discovery {longest_gap:.1f} s"
+    )
+    assert longest_gap <= 5.0
+    assert after["target"] == target
+    assert {i["container_id"] for i in after["instances"]} == containers
+    for i in after["instances"]:
+        pid = podman_exec(i["ip"], "pgrep", "-f", f"tritonserver.*--http-port={i['http_port']}").stdout
+        assert pid == pids[i["container_id"]], f"{i['instance']}'s tritonserver restarted"
