@@ -1,0 +1,142 @@
+"""tarn_deploy against a fake RM: one table of states, existing services and changes."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from ansible_collections.tarn.yarn.plugins.modules import tarn_deploy
+
+from tarn import service as tarn_service
+from tarn.config import parse_config
+
+from ..conftest import FakeHdfs, FakeRM, running
+
+BASE: dict[str, Any] = {
+    "service_name": "mod-unit", "user": "tarn", "rm_url": ["http://rm:8088"], "webhdfs_url": "http://nn:9870",
+    "runtime": "process", "model_repository": "hdfs:///user/tarn/models", "min_instances": 1,
+    "max_instances": 2, "token": "unit-token-123",
+}  # fmt: skip
+ARGV = [
+    "--service-name", "mod-unit", "--user", "tarn", "--runtime", "process",
+    "--model-repository", "hdfs:///user/tarn/models", "--min-instances", "1", "--max-instances", "2",
+    "--token", "unit-token-123",
+]  # fmt: skip
+
+
+def deployed(count: int = 1, state: str = "STABLE") -> dict[str, Any]:
+    """The service BASE describes, as the RM shows it running with `count` Triton instances."""
+    desired = tarn_service.desired_service(parse_config(ARGV, {}), "tarn", {})
+    service = running(desired.spec)
+    service["state"] = state
+    triton = service["components"][1]
+    triton["number_of_containers"] = count
+    triton["containers"] = [
+        dict(triton["containers"][0], component_instance_name=f"triton-{i}") for i in range(count)
+    ]
+    return service
+
+
+@pytest.fixture(autouse=True)
+def no_drain(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    drained: list[str] = []
+
+    class Controller:
+        def __init__(self, url: str, token: Any = None) -> None:
+            assert token is not None
+            assert token.reveal() == BASE["token"]
+
+        def drain(self, instance: str, timeout: float = 0) -> dict[str, Any]:
+            drained.append(instance)
+            return {"instance": instance, "drained": True}
+
+        def undrain(self, instance: str) -> None:
+            pass
+
+    monkeypatch.setattr(tarn_service, "Controller", Controller)
+    return drained
+
+
+CASES = [
+    # id, existing service, extra args, check mode, changed, actions, RM calls (kinds)
+    ("create", None, {}, False, True, ["create"], ["create"]),
+    ("create-check", None, {}, True, True, ["create"], []),
+    ("unchanged", deployed(), {}, False, False, [], []),
+    ("unchanged-scaled-up-by-controller", deployed(2), {}, False, False, [], []),
+    ("below-min-flexes", deployed(1), {"min_instances": 2}, False, True,
+     ["upgrade controller", "flex triton to 2"], ["upgrade", "upgrade-instance", "flex"]),
+    ("env-upgrades-triton", deployed(2), {"env": {"A": "b"}}, False, True, ["upgrade triton"],
+     ["upgrade", "upgrade-instance", "upgrade-instance"]),
+    ("env-check", deployed(2), {"env": {"A": "b"}}, True, True, ["upgrade triton"], []),
+    ("start", deployed(1, "STOPPED"), {"state": "started"}, False, True, ["start"], ["state"]),
+    ("present-leaves-stopped", deployed(1, "STOPPED"), {"state": "present"}, False, False, [], []),
+    ("stop", deployed(), {"state": "stopped"}, False, True, ["stop"], ["state"]),
+    ("stop-stopped", deployed(1, "STOPPED"), {"state": "stopped"}, False, False, [], []),
+    ("stop-missing", None, {"state": "stopped"}, False, False, [], []),
+    ("absent", deployed(), {"state": "absent"}, False, True, ["destroy"], ["destroy"]),
+    ("absent-check", deployed(), {"state": "absent"}, True, True, ["destroy"], []),
+    ("absent-missing", None, {"state": "absent"}, False, False, [], []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("existing", "extra", "check", "changed", "actions", "calls"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_deploy(run_module, existing, extra, check, changed, actions, calls) -> None:
+    rm = FakeRM(copy.deepcopy(existing))
+    hdfs = FakeHdfs()
+    result = run_module(tarn_deploy, {**BASE, **extra}, rm, hdfs, check_mode=check, diff=True)
+    assert not result.get("failed"), result
+    assert result["changed"] is changed
+    assert result["actions"] == actions
+    assert [call[0] for call in rm.calls] == calls
+    assert BASE["token"] not in str(result)
+    if check:
+        assert hdfs.files == {}
+    if changed:
+        assert result["diff"]["before"] != result["diff"]["after"]
+
+
+def test_upgrade_drains_each_triton_instance_first(run_module, no_drain: list[str]) -> None:
+    rm = FakeRM(deployed(2))
+    result = run_module(tarn_deploy, {**BASE, "env": {"TARN_IMAGE_STANDIN": "v2"}}, rm)
+    assert no_drain == ["triton-0", "triton-1"]
+    upgraded = [c for c in rm.calls if c[0] == "upgrade-instance"]
+    assert upgraded == [("upgrade-instance", "triton-0"), ("upgrade-instance", "triton-1")]
+    assert result["state"] == "STABLE"
+    assert "TARN_IMAGE_STANDIN" in str(rm.service("mod-unit"))
+    again = run_module(tarn_deploy, {**BASE, "env": {"TARN_IMAGE_STANDIN": "v2"}}, rm)
+    assert not again["changed"]
+
+
+def test_create_uploads_code_and_token(run_module) -> None:
+    hdfs = FakeHdfs()
+    run_module(tarn_deploy, BASE, FakeRM(), hdfs)
+    base = "/user/tarn/.tarn/mod-unit"
+    assert sorted(hdfs.files) == [f"{base}/tarn-launcher.pyz", f"{base}/tarn.pyz", f"{base}/token"]
+    assert hdfs.files[f"{base}/token"] == b"unit-token-123"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"min_instances": 3}, "min_instances: 3 is above --max-instances"),
+        ({"model_repository": "relative/path"}, "model_repository:"),
+        ({"env": {"TARN_TOKEN": "x"}}, "env: TARN_TOKEN is set by TARN"),
+        ({"state": "started", "model_repository": None}, "model_repository"),
+    ],
+)
+def test_bad_options_name_the_option(run_module, extra, message) -> None:
+    result = run_module(tarn_deploy, {**BASE, **extra}, FakeRM())
+    assert result["failed"]
+    assert message in result["msg"]
+
+
+def test_spec_change_to_a_stopped_service_fails(run_module) -> None:
+    rm = FakeRM(deployed(1, "STOPPED"))
+    result = run_module(tarn_deploy, {**BASE, "state": "present", "env": {"A": "b"}}, rm)
+    assert result["failed"]
+    assert "start it first" in result["msg"]
