@@ -14,7 +14,7 @@ import traceback
 from ansible.module_utils.basic import missing_required_lib
 
 try:
-    import requests  # noqa: F401 - the `tarn` package's HTTP library; checked here to name it
+    import requests  # noqa: F401 pylint: disable=unused-import
 
     REQUESTS_IMPORT_ERROR = None
 except ImportError:
@@ -23,7 +23,7 @@ except ImportError:
 try:
     from tarn import service as tarn_service
     from tarn.config import ConfigArgumentParser, add_config_arguments, config_from_namespace, validate
-    from tarn.errors import TarnError
+    from tarn.errors import TarnError  # pylint: disable=unused-import
 
     TARN_IMPORT_ERROR = None
 except ImportError:
@@ -69,7 +69,7 @@ SERVICE_OPTIONS = dict(
     vcores=(dict(type="int"), "--vcores"),
     controller_memory_mb=(dict(type="int"), "--controller-memory-mb"),
     controller_vcores=(dict(type="int"), "--controller-vcores"),
-    secrets=(dict(type="str"), "--secrets"),
+    secrets=(dict(type="str", no_log=False), "--secrets"),  # a keystore path, not a secret
     env=(dict(type="dict"), "--env"),
     placement_tag=(dict(type="str"), "--placement-tag"),
     anti_affinity=(dict(type="bool"), "--no-anti-affinity"),

@@ -24,7 +24,7 @@ description:
   - The service's C(version) carries a digest of its spec and of the TARN code shipped with it,
     so a new TARN release also upgrades a running service.
 author:
-  - TARN developers
+  - TARN developers (@tarn-developers)
 extends_documentation_fragment:
   - tarn.yarn.connection
   - tarn.yarn.connection.service_name

@@ -16,7 +16,7 @@ description:
     discovery state and load, summarized.
   - Changes nothing.
 author:
-  - TARN developers
+  - TARN developers (@tarn-developers)
 extends_documentation_fragment:
   - tarn.yarn.connection
   - tarn.yarn.connection.service_name

@@ -20,7 +20,7 @@ description:
     its files sent in the request. A new model version is served without restarting a
     container or restaging anything, and restarted instances stage it from HDFS.
 author:
-  - TARN developers
+  - TARN developers (@tarn-developers)
 extends_documentation_fragment:
   - tarn.yarn.connection
   - tarn.yarn.connection.service_name

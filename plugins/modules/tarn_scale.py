@@ -19,7 +19,7 @@ description:
     (the controller restarts and rebuilds its state; no Triton instance restarts). The instance
     count is then flexed into the new bounds if it is outside them.
 author:
-  - TARN developers
+  - TARN developers (@tarn-developers)
 extends_documentation_fragment:
   - tarn.yarn.connection
   - tarn.yarn.connection.service_name
