@@ -13,9 +13,8 @@ The load of an instance is the larger of:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-
-from prometheus_client.parser import text_string_to_metric_families
 
 
 @dataclass(frozen=True)
@@ -47,29 +46,45 @@ class Load:
     gpu_utilization: float | None  # mean over the instance's GPUs, None without GPUs
 
 
+_SUMMED = {
+    "nv_inference_request_success": "ok",
+    "nv_inference_request_failure": "failed",
+    "nv_inference_request_duration_us": "duration",
+    "nv_inference_pending_request_count": "pending",
+}
+_PER_GPU = {
+    "nv_gpu_utilization": "utilization",
+    "nv_gpu_memory_used_bytes": "used",
+    "nv_gpu_memory_total_bytes": "total",
+}
+_GPU_UUID = re.compile(r'gpu_uuid="([^"]*)"')
+
+
 def parse_triton_metrics(text: str, at: float) -> TritonSample:
-    """Sum Triton's per-model series; keep the per-GPU ones."""
-    sums = {"ok": 0.0, "failed": 0.0, "duration": 0.0, "pending": 0.0}
+    """Sum Triton's per-model series; keep the per-GPU ones.
+
+    A line reader for the few series used, not a general exposition parser: the controller reads
+    every instance every tick, and Triton writes ``name{labels} value`` lines without timestamps.
+    """
+    sums = dict.fromkeys(_SUMMED.values(), 0.0)
     gpu_values: dict[str, dict[str, float]] = {}
-    wanted = {
-        "nv_inference_request_success": "ok",
-        "nv_inference_request_failure": "failed",
-        "nv_inference_request_duration_us": "duration",
-        "nv_inference_pending_request_count": "pending",
-    }
-    gpu_metrics = {
-        "nv_gpu_utilization": "utilization",
-        "nv_gpu_memory_used_bytes": "used",
-        "nv_gpu_memory_total_bytes": "total",
-    }
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            # The parser names counter samples with a _total suffix Triton does not write.
-            name = sample.name.removesuffix("_total")
-            if name in wanted:
-                sums[wanted[name]] += sample.value
-            elif name in gpu_metrics and "gpu_uuid" in sample.labels:
-                gpu_values.setdefault(sample.labels["gpu_uuid"], {})[gpu_metrics[name]] = sample.value
+    for line in text.splitlines():
+        if not line.startswith("nv_"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        key = _SUMMED.get(name) or _PER_GPU.get(name)
+        if key is None:
+            continue
+        try:
+            value = float(line.rsplit(" ", 1)[1])
+        except (IndexError, ValueError):
+            continue
+        if name in _SUMMED:
+            sums[key] += value
+        else:
+            uuid = _GPU_UUID.search(line)
+            if uuid:
+                gpu_values.setdefault(uuid.group(1), {})[key] = value
     gpus = tuple(
         Gpu(uuid, v.get("utilization", 0.0), v.get("used", 0.0), v.get("total", 0.0))
         for uuid, v in sorted(gpu_values.items())
