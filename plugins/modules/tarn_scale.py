@@ -43,6 +43,15 @@ options:
     description:
       - New upper autoscaling bound.
     type: int
+  token:
+    description:
+      - The controller's API token. A lower O(count) drains the instances it removes through the
+        controller first (the same ones the controller would pick), then decommissions exactly those.
+    type: str
+  token_file:
+    description:
+      - A file holding the controller's API token (instead of O(token)).
+    type: path
   wait:
     description:
       - Wait until the instances wanted are READY.
@@ -105,6 +114,15 @@ from ansible_collections.tarn.yarn.plugins.module_utils.common import (
 )
 
 
+def controller_token(params):
+    if params["token"]:
+        return tarn_service.Secret(params["token"])
+    if params["token_file"]:
+        with open(params["token_file"]) as handle:
+            return tarn_service.Secret(handle.read().strip())
+    return None
+
+
 def scale(module):
     params = module.params
     name = params["service_name"]
@@ -120,12 +138,17 @@ def scale(module):
     actions = (["upgrade controller (bounds %d..%d)" % bounds] if rebound else [])
     actions += ["flex triton to %d" % target] if target != count else []
     if actions and not module.check_mode:
-        options = tarn_service.Options(wait=params["wait"], timeout=float(params["wait_timeout"]), log=module.log)
+        options = tarn_service.Options(
+            wait=params["wait"],
+            timeout=float(params["wait_timeout"]),
+            log=module.log,
+            token=controller_token(params),
+        )
         if rebound:
             cluster.rm.initiate_upgrade(spec)
             tarn_service.rolling_upgrade(cluster.rm, name, spec["version"], options)
         if target != count:
-            tarn_service.flex(cluster.rm, name, target)
+            module.log(tarn_service.scale(cluster.rm, name, target, options))
             if params["wait"]:
                 tarn_service.wait_ready(cluster.rm, name, target, options)
         actual = cluster.rm.service(name)
@@ -155,9 +178,12 @@ def main():
                 max_instances=dict(type="int"),
                 wait=dict(type="bool", default=True),
                 wait_timeout=dict(type="int", default=600),
+                token=dict(type="str", no_log=True),
+                token_file=dict(type="path"),
             ),
         ),
         required_one_of=[("count", "min_instances", "max_instances")],
+        mutually_exclusive=[("token", "token_file")],
         supports_check_mode=True,
     )
     check_libraries(module)

@@ -13,10 +13,11 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from tarn import service
-from tarn.config import ConfigArgumentParser, add_config_arguments, config_from_namespace
+from tarn.config import ConfigArgumentParser, Secret, add_config_arguments, config_from_namespace
 from tarn.errors import ConfigError, TarnError
 from tarn.haproxy import command as haproxy_command
 
@@ -58,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     scale = commands.add_parser("scale", help="set the number of Triton instances")
     _service_arguments(scale)
     scale.add_argument("count", type=int, help="instances wanted (>= 0)")
+    scale.add_argument("--token", help="the controller's API token, to drain (or $TARN_TOKEN)")
+    scale.add_argument("--token-file", help="a file holding the controller's API token")
     sync = commands.add_parser("haproxy-sync", help="keep HAProxy's backend slots on the Triton instances")
     haproxy_command.add_arguments(sync)
     return parser
@@ -121,9 +124,11 @@ def instances(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 def scale(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.count < 0:
         raise ConfigError(f"count: {args.count} is negative; give 0 or more instances")
-    rm = cluster(args, environ).rm
-    service.existing(rm, args.service_name)
-    print(service.flex(rm, args.service_name, args.count).get("diagnostics", "ok"))
+    token = args.token or environ.get("TARN_TOKEN")
+    if token is None and args.token_file:
+        token = Path(args.token_file).read_text().strip()
+    options = service.Options(token=Secret(token) if token else None, log=lambda text: print(text))
+    print(service.scale(cluster(args, environ).rm, args.service_name, args.count, options))
     return 0
 
 

@@ -30,6 +30,7 @@ from tarn.clients.controller import Controller
 from tarn.clients.resourcemanager import ResourceManager, spnego
 from tarn.clients.webhdfs import WebHdfs
 from tarn.config import Secret, TarnConfig
+from tarn.controller.decide import Candidate, pick_victims
 from tarn.errors import ClusterError, ConfigError, TarnError
 from tarn.hadoop_conf import read_properties, rm_web_urls, webhdfs_url
 from tarn.spec import CONTROLLER, TRITON, Artifacts, build_service_spec
@@ -57,11 +58,29 @@ Log = Callable[[str], None]
 # ---- the cluster
 
 
-@dataclass(frozen=True)
 class Cluster:
-    rm: ResourceManager
-    hdfs: WebHdfs
-    user: str
+    """The RM and WebHDFS of one user. WebHDFS is resolved on first use: commands that only talk
+    to the RM (status, instances, scale, stop) must not need the NameNode's address."""
+
+    def __init__(
+        self,
+        rm: ResourceManager,
+        user: str,
+        hdfs: WebHdfs | None = None,
+        make_hdfs: Callable[[], WebHdfs] | None = None,
+    ) -> None:
+        self.rm = rm
+        self.user = user
+        self._hdfs = hdfs
+        self._make_hdfs = make_hdfs
+
+    @property
+    def hdfs(self) -> WebHdfs:
+        if self._hdfs is None:
+            if self._make_hdfs is None:
+                raise ConfigError("--webhdfs-url: needed for this command; give the NameNode's HTTP URL")
+            self._hdfs = self._make_hdfs()
+        return self._hdfs
 
 
 def connect(
@@ -81,14 +100,14 @@ def connect(
     conf = Path(conf_dir or env.get("HADOOP_CONF_DIR") or "/etc/hadoop/conf")
     auth = spnego() if kerberos else None
     urls = rm_urls or rm_web_urls(read_properties(conf / "yarn-site.xml"))
-    hdfs_url = webhdfs or webhdfs_url(
-        read_properties(conf / "hdfs-site.xml"), read_properties(conf / "core-site.xml")
-    )
-    return Cluster(
-        rm=ResourceManager(list(urls), user=name, auth=auth),
-        hdfs=WebHdfs(hdfs_url, user=name, auth=auth),
-        user=name,
-    )
+
+    def web_hdfs() -> WebHdfs:
+        url = webhdfs or webhdfs_url(
+            read_properties(conf / "hdfs-site.xml"), read_properties(conf / "core-site.xml")
+        )
+        return WebHdfs(url, user=name, auth=auth)
+
+    return Cluster(rm=ResourceManager(list(urls), user=name, auth=auth), user=name, make_hdfs=web_hdfs)
 
 
 # ---- what a config asks for
@@ -450,6 +469,35 @@ def flex(rm: ResourceManager, name: str, count: int) -> JSON:
     if count < 0:
         raise ConfigError(f"count: {count} is negative; give 0 or more instances")
     return rm.flex(name, TRITON, count)
+
+
+def scale(rm: ResourceManager, name: str, count: int, options: Options) -> str:
+    """Set the number of Triton instances. Up: flex. Down: the same victims the controller would
+    pick (not ready, least loaded, newest) are drained through the controller, then exactly those
+    are decommissioned, so no request in flight is cut. Without a reachable controller: a plain
+    flex (YARN picks the victims), said in the answer."""
+    if count < 0:
+        raise ConfigError(f"count: {count} is negative; give 0 or more instances")
+    found = existing(rm, name)
+    current = triton_count(found)
+    if count >= current:
+        return str(rm.flex(name, TRITON, count).get("diagnostics", "ok"))
+    url = options.controller_url or controller_url(found)
+    try:
+        if url is None:
+            raise ClusterError("no controller container")
+        listing = Controller(url, options.token).instances()["instances"]
+    except TarnError as exc:
+        rm.flex(name, TRITON, count)
+        return f"flexed to {count} without draining (controller unavailable: {exc})"
+    candidates = [Candidate(str(i["instance"]), i.get("state") == "READY", i.get("load")) for i in listing]
+    victims = pick_victims(candidates, current - count)
+    controller = Controller(str(url), options.token)
+    for instance in victims:
+        answer = controller.drain(instance, timeout=options.drain_timeout)
+        options.log(f"{instance} drained" if answer.get("drained") else f"{instance} still busy; removing it")
+    rm.decommission(name, TRITON, victims)
+    return f"decommissioned {', '.join(victims)} after draining them"
 
 
 def stop(rm: ResourceManager, name: str) -> JSON:
