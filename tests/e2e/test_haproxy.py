@@ -1,0 +1,207 @@
+"""HAProxy on the lab's edge, kept in step by `tarn haproxy-sync` (ZooKeeper watch): inference
+through it on this machine's loopback (127.0.0.1:18000, published by the edge container), zero
+failed requests while the service scales 3 -> 1 -> 3 and while an instance is killed, and the
+backend restored after HAProxy restarts. Timings are printed.
+
+The service registers under /services/triton/instances, the path the lab's sync watches, with
+a cooldown long enough that only this test changes the instance count.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from tarn.clients.webhdfs import WebHdfs
+from tarn.haproxy.plan import AdminState
+from tarn.haproxy.runtime import parse_servers_state
+
+from .conftest import LAB_MASTER, LAB_USER, wait_for
+from .load import Load
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICE = "tarn-e2e-lb"
+ZK_PATH = "/services/triton/instances"  # haproxy_sync_zk_path in inventories/lab
+FRONTEND = "127.0.0.1:18000"  # tarn_lab_publish of the edge node
+BASE_PORT, STRIDE, AM_PORT = 8300, 10, 8891
+MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-lb-models"
+CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
+
+
+def tarn(*args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    flags = ["--token", token] if token else []
+    return subprocess.run(
+        [sys.executable, "-m", "tarn", *args, *flags],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def edge(*command: str) -> str:
+    done = subprocess.run(
+        ["podman", "exec", "tarn-lab-edge", *command], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout
+
+
+def backend_ready() -> set[str]:
+    """ip:port of the backend slots HAProxy would send new requests to (admin READY)."""
+    text = edge("sh", "-c", "echo 'show servers state triton_backend' | socat - /var/run/haproxy.sock")
+    return {f"{s.addr}:{s.port}" for s in parse_servers_state(text) if s.admin is AdminState.READY}
+
+
+class Registered:
+    def __init__(self, zk: KazooClient) -> None:
+        self.zk = zk
+
+    def endpoints(self) -> set[str]:
+        found = set()
+        for child in self.zk.get_children(ZK_PATH) if self.zk.exists(ZK_PATH) else []:
+            reply = self.zk.exists(f"{ZK_PATH}/{child}") and self.zk.get(f"{ZK_PATH}/{child}")
+            if reply:
+                record = json.loads(reply[0])
+                if record.get("service") == SERVICE:
+                    found.add(f"{record['ip']}:{record['http_port']}")
+        return found
+
+
+def converged(registered: Registered, count: int, timeout: float, what: str) -> set[str]:
+    """Wait until ZooKeeper holds ``count`` instances and the backend equals them; return them."""
+
+    def probe() -> set[str] | None:
+        wanted = registered.endpoints()
+        return wanted if len(wanted) == count and backend_ready() == wanted else None
+
+    return wait_for(probe, timeout, what, every=0.5)
+
+
+def lag_after_change(registered: Registered, before: set[str], timeout: float = 300) -> float:
+    """Seconds from ZooKeeper's set changing (away from ``before``) to the backend matching it."""
+    deadline = time.monotonic() + timeout
+    while registered.endpoints() == before:
+        assert time.monotonic() < deadline, "ZooKeeper's set did not change"
+        time.sleep(0.05)
+    changed = time.monotonic()
+    while True:
+        wanted = registered.endpoints()
+        if backend_ready() == wanted:
+            return time.monotonic() - changed
+        assert time.monotonic() - changed < 30, f"backend {backend_ready()} never matched {wanted}"
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def lab_service(hdfs: WebHdfs, zk_hosts: str) -> Iterator[tuple[Registered, str]]:
+    token = secrets.token_urlsafe(16)
+    tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+    hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
+    submitted = tarn(
+        "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
+        "--model-repository", f"hdfs://{MODELS_ON_HDFS}",
+        "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
+        "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),
+        "--min-instances", "1", "--max-instances", "3", "--cooldown", "3600000", "--tick-seconds", "1",
+        "--gpus-per-instance", "0", "--memory-mb", "768", "--vcores", "1", "--controller-memory-mb", "512",
+        "--zk-ensemble", zk_hosts, "--zk-path", ZK_PATH, *CLUSTER,
+        token=token,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    zk = KazooClient(hosts=zk_hosts)
+    zk.start(timeout=15)
+    registered = Registered(zk)
+    try:
+        converged(registered, 1, 300, "one instance in ZooKeeper and in HAProxy's backend")
+        yield registered, token
+    finally:
+        zk.stop()
+        zk.close()
+        done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+        assert done.returncode == 0, done.stderr
+        hdfs.delete(MODELS_ON_HDFS, recursive=True)
+
+
+def test_both_models_answer_through_haproxy(lab_service: tuple[Registered, str]) -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "client.py"), "--url", FRONTEND, "--protocol", "http",
+         "--wait", "60"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_scaling_and_a_killed_instance_fail_no_request(lab_service: tuple[Registered, str]) -> None:
+    registered, token = lab_service
+    lags: dict[str, float] = {}
+    with Load(lambda: [FRONTEND], threads=4) as load:
+        before = registered.endpoints()
+        assert (
+            tarn(
+                "scale", "3", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, token=token
+            ).returncode
+            == 0
+        )
+        lags["1 -> 2 or 3"] = lag_after_change(registered, before)
+        three = converged(registered, 3, 300, "three instances behind HAProxy")
+
+        scaled = tarn("scale", "1", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, token=token)
+        assert scaled.returncode == 0, scaled.stderr
+        assert "after draining" in scaled.stdout, scaled.stdout
+        lags["3 -> 1"] = lag_after_change(registered, three)
+        one = converged(registered, 1, 120, "one instance behind HAProxy")
+
+        assert (
+            tarn(
+                "scale", "3", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, token=token
+            ).returncode
+            == 0
+        )
+        lags["1 -> 3"] = lag_after_change(registered, one)
+        three = converged(registered, 3, 300, "three instances again")
+
+        victim = sorted(three)[-1]
+        port = victim.rsplit(":", 1)[1]
+        worker = {"10.89.42.11": "tarn-lab-worker1", "10.89.42.12": "tarn-lab-worker2"}[victim.split(":")[0]]
+        subprocess.run(
+            ["podman", "exec", worker, "pkill", "-KILL", "-f", f"tritonserver.*--http-port={port}"],
+            check=True,
+        )
+        lags["instance killed"] = lag_after_change(registered, three)
+        converged(registered, 3, 300, "the killed instance replaced")
+        time.sleep(1)
+    tally = load.tally
+    print(
+        f"\nthrough HAProxy: {tally.ok} requests ok, {tally.failed} failed; backend matched ZooKeeper after "
+        + ", ".join(f"{change}: {lag:.2f} s" for change, lag in lags.items())
+    )
+    assert tally.failed == 0, tally.errors[:5]
+    assert tally.ok > 100
+    assert all(lag <= 2.0 for lag in lags.values()), lags
+
+
+def test_backend_restored_after_haproxy_restarts(lab_service: tuple[Registered, str]) -> None:
+    registered = lab_service[0]
+    wanted = registered.endpoints()
+    assert backend_ready() == wanted
+    edge("systemctl", "restart", "haproxy")
+    restarted = time.monotonic()
+
+    def restored() -> bool:
+        try:
+            return backend_ready() == wanted
+        except subprocess.CalledProcessError:  # the socket is not back yet
+            return False
+
+    wait_for(restored, 30, "the backend after HAProxy's restart", every=0.05)
+    took = time.monotonic() - restarted
+    print(f"\nHAProxy restarted: backend restored {took:.2f} s after `systemctl restart` returned")
+    assert took <= 2.0
