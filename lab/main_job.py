@@ -26,6 +26,7 @@ MASTER = os.environ.get("TARN_LAB_MASTER", "master")
 USER = "tarn"
 SERVICE = "tarn-demo"
 MODELS_ON_HDFS = f"/user/{USER}/models"
+HAPROXY = "127.0.0.1:18000"  # the edge's frontend, published on loopback (inventories/lab)
 CLUSTER = ["--rm-url", f"http://{MASTER}:8088", "--webhdfs-url", f"http://{MASTER}:9870"]
 
 
@@ -52,7 +53,7 @@ def submit() -> None:
         [sys.executable, "-m", "tarn", "submit", "--service-name", SERVICE, "--user", USER,
          "--runtime", "process", "--model-repository", f"hdfs://{MODELS_ON_HDFS}",
          "--min-instances", "2", "--max-instances", "2", "--memory-mb", "1024", "--vcores", "1",
-         "--controller-memory-mb", "512", *CLUSTER],
+         "--controller-memory-mb", "512", "--zk-ensemble", f"{MASTER}:2181", *CLUSTER],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.returncode:
@@ -84,6 +85,24 @@ def infer(hosts: list[str]) -> None:
                 print(f"  {host}: {line}")
 
 
+def infer_through_haproxy(timeout: float = 120) -> None:
+    """The edge's HAProxy, published on this machine's loopback, once its sync has the instances."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "client.py"), "--url", HAPROXY, "--protocol", "http",
+             "--wait", "10"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode == 0:
+            break
+        if time.monotonic() > deadline:
+            raise TarnError(f"inference through HAProxy at {HAPROXY} failed: {done.stdout}{done.stderr}")
+        time.sleep(2)
+    for line in done.stdout.strip().splitlines():
+        print(f"  HAProxy {HAPROXY}: {line}")
+
+
 def main() -> int:
     rm = ResourceManager([f"http://{MASTER}:8088"], user=USER)
     try:
@@ -94,10 +113,11 @@ def main() -> int:
         hosts = ready_hosts(rm)
         print(f"TARN service {SERVICE}: Triton READY on {', '.join(hosts)}")
         infer(hosts)
+        infer_through_haproxy()
     except TarnError as exc:
         print(f"main job failed: {exc}", file=sys.stderr)
         return 1
-    print("the example models are served through TARN on YARN")
+    print(f"the example models are served through TARN on YARN, and through HAProxy at http://{HAPROXY}")
     return 0
 
 

@@ -1,0 +1,139 @@
+"""Through HAProxy against straight to one Triton instance, in the same run: requests per second
+and p50/p99 latency of add_one (the ratio is the figure); then the propagation time from a
+znode appearing or going in ZooKeeper to HAProxy's backend following it.
+
+Needs the lab with the main job's service (make lab): tarn-demo, 2 instances, HAProxy on the
+edge published at 127.0.0.1:18000.
+
+    python bench/haproxy_throughput.py [--seconds 15] [--threads 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import threading
+import time
+
+import numpy as np
+import tritonclient.http as triton_http
+from kazoo.client import KazooClient
+
+from tarn.haproxy.plan import AdminState
+from tarn.haproxy.runtime import parse_servers_state
+
+HAPROXY = "127.0.0.1:18000"
+DIRECT = "worker1:8000"
+ZK_PATH = "/services/triton/instances"
+INPUT = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
+
+
+def hammer(url: str, seconds: float, threads: int) -> tuple[float, list[float], int]:
+    """Requests per second, latencies and failures of ``threads`` closed-loop clients."""
+    latencies: list[float] = []
+    failures = [0]
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def client() -> None:
+        connection = triton_http.InferenceServerClient(url, connection_timeout=5, network_timeout=30)
+        mine: list[float] = []
+        failed = 0
+        while time.monotonic() < stop:
+            tensor = triton_http.InferInput("INPUT0", [4], "FP32")
+            tensor.set_data_from_numpy(INPUT)
+            began = time.monotonic()
+            try:
+                connection.infer("add_one", [tensor])
+                mine.append(time.monotonic() - began)
+            except Exception:  # counted, whatever the kind
+                failed += 1
+        with lock:
+            latencies.extend(mine)
+            failures[0] += failed
+
+    workers = [threading.Thread(target=client) for unused in range(threads)]
+    started = time.monotonic()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return len(latencies) / (time.monotonic() - started), sorted(latencies), failures[0]
+
+
+def percentile(ordered: list[float], fraction: float) -> float:
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * 1000
+
+
+def backend_ready() -> set[str]:
+    text = subprocess.run(
+        ["podman", "exec", "tarn-lab-edge", "sh", "-c",
+         "echo 'show servers state triton_backend' | socat - /var/run/haproxy.sock"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return {f"{s.addr}:{s.port}" for s in parse_servers_state(text) if s.admin is AdminState.READY}
+
+
+def propagation(zk: KazooClient, rounds: int) -> tuple[list[float], list[float]]:
+    """A znode for an address nothing listens on (10.89.42.11:8999): seconds until the backend
+    takes it, and until it lets it go after the znode is deleted."""
+    endpoint = "10.89.42.11:8999"
+    record = {"service": "bench", "instance": "bench-0", "container_id": "bench", "ip": "10.89.42.11",
+              "http_port": 8999, "grpc_port": 8998, "metrics_port": 8997, "host": "worker1",
+              "url": f"http://{endpoint}", "models": []}  # fmt: skip
+    added: list[float] = []
+    removed: list[float] = []
+    while len(added) < rounds:
+        began = time.monotonic()
+        zk.create(f"{ZK_PATH}/bench-propagation", json.dumps(record).encode(), ephemeral=True, makepath=True)
+        while endpoint not in backend_ready():
+            time.sleep(0.02)
+        added.append(time.monotonic() - began)
+        began = time.monotonic()
+        zk.delete(f"{ZK_PATH}/bench-propagation")
+        while endpoint in backend_ready():
+            time.sleep(0.02)
+        removed.append(time.monotonic() - began)
+        time.sleep(1.5)  # the slot drains, then goes to MAINT before the next round
+    return added, removed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+
+    results = {}
+    for name, url in (("direct to one instance", DIRECT), ("through HAProxy (2 instances)", HAPROXY)):
+        hammer(url, 2, args.threads)  # warm-up: connections, Python backend stubs
+        results[name] = hammer(url, args.seconds, args.threads)
+    for name, (rps, latencies, failed) in results.items():
+        print(
+            f"{name}: {rps:.0f} requests/s, p50 {percentile(latencies, 0.5):.1f} ms,"
+            f" p99 {percentile(latencies, 0.99):.1f} ms, {failed} failed"
+        )
+    direct, balanced = results["direct to one instance"], results["through HAProxy (2 instances)"]
+    print(
+        f"ratio HAProxy/direct: {balanced[0] / direct[0]:.2f}x requests/s,"
+        f" {percentile(balanced[1], 0.5) / percentile(direct[1], 0.5):.2f}x p50 latency"
+        f" ({args.threads} closed-loop clients on this 2-core machine, which also runs the lab)"
+    )
+    zk = KazooClient(hosts="master:2181")
+    zk.start(timeout=15)
+    try:
+        added, removed = propagation(zk, args.rounds)
+    finally:
+        zk.stop()
+    print(
+        f"ZooKeeper -> HAProxy backend: added median {statistics.median(added) * 1000:.0f} ms"
+        f" (max {max(added) * 1000:.0f}), removed median {statistics.median(removed) * 1000:.0f} ms"
+        f" (max {max(removed) * 1000:.0f}); each includes one `podman exec` to read the backend"
+    )
+
+
+if __name__ == "__main__":
+    main()
