@@ -127,7 +127,7 @@ def scale(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     token = args.token or environ.get("TARN_TOKEN")
     if token is None and args.token_file:
         token = Path(args.token_file).read_text().strip()
-    options = service.Options(token=Secret(token) if token else None, log=lambda text: print(text))
+    options = service.Options(token=Secret(token) if token else None, log=print)
     print(service.scale(cluster(args, environ).rm, args.service_name, args.count, options))
     return 0
 
