@@ -70,3 +70,17 @@ def test_each_daemon_has_its_own_configuration_directory():
         for host in hosts_in(group):
             assert host.file(f"/etc/hadoop/conf.{daemon}/core-site.xml").contains("fs.defaultFS")
             assert host.file(f"/etc/hadoop/conf.{daemon}/log4j.properties").exists
+
+
+def test_edge_runs_haproxy_and_its_sync_with_an_admin_socket():
+    for host in hosts_in("haproxy"):
+        for unit in ("haproxy", "tarn-haproxy-sync"):
+            assert host.service(unit).is_running, unit
+            assert host.service(unit).is_enabled, unit
+        assert host.run("haproxy -c -f /etc/haproxy/haproxy.cfg").rc == 0
+        socket = host.file("/var/run/haproxy.sock")
+        assert socket.is_socket
+        assert socket.mode == 0o660
+        syncs = [p for p in host.process.filter(user="tarn-haproxy-sync") if "haproxy-sync" in p.args]
+        assert len(syncs) == 1
+        assert "--token" not in syncs[0].args.split()  # a token goes in a file, never on the command line
