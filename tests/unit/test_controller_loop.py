@@ -26,6 +26,7 @@ TOKEN = "t0k3n-Secret"  # noqa: S105 - a test token
 
 class FakeRm:
     def __init__(self, instances: int) -> None:
+        self.no_ip: set[str] = set()  # instances the RM reports without an address yet
         self.target = instances
         self.next_id = instances
         self.names = [f"triton-{n}" for n in range(instances)]
@@ -37,7 +38,7 @@ class FakeRm:
                 "component_instance_name": n,
                 "id": f"c-{n}",
                 "hostname": "w",
-                "ip": "127.0.0.1",
+                "ip": None if n in self.no_ip else "127.0.0.1",
                 "state": "READY",
             }
             for n in self.names
@@ -74,6 +75,8 @@ class FakeScraper:
     def scrape_all(self, containers: list[Container], want_models: set[str]) -> dict[str, Scrape]:
         results = {}
         for c in containers:
+            if not c.ip:  # as the real scraper: nothing to probe without an address
+                continue
             if c.instance in self.down:
                 results[c.container_id] = Scrape(False, None, None, "refused")
                 continue
@@ -151,6 +154,17 @@ def test_an_unready_instance_is_not_registered() -> None:
     lab.ticks(2)
     views = {i.instance: (i.state, i.registered) for i in lab.controller.snapshot.instances}
     assert views == {"triton-0": ("READY", True), "triton-1": ("STARTING", False)}
+
+
+def test_no_registration_before_the_rm_reports_an_address() -> None:
+    lab = make(instances=2)
+    lab.rm.no_ip = {"triton-1"}
+    lab.ticks(2)
+    views = {i.instance: (i.ip, i.registered) for i in lab.controller.snapshot.instances}
+    assert views == {"triton-0": ("127.0.0.1", True), "triton-1": ("", False)}
+    lab.rm.no_ip = set()
+    lab.ticks(1)
+    assert all(i.registered for i in lab.controller.snapshot.instances)
 
 
 def test_operator_drain_and_undrain() -> None:

@@ -32,7 +32,7 @@ class Container:
     instance: str  # component instance name: triton-0
     container_id: str
     host: str
-    ip: str
+    ip: str  # "" until the RM reports it; discovery publishes addresses only
     yarn_state: str
     http_port: int
     grpc_port: int
@@ -64,7 +64,7 @@ def containers_of(service: JSON, config: TarnConfig) -> list[Container]:
                 instance=name,
                 container_id=str(c.get("id", "")),
                 host=str(c.get("hostname") or c.get("bare_host") or ""),
-                ip=str(c.get("ip") or c.get("bare_host") or c.get("hostname") or ""),
+                ip=str(c.get("ip") or ""),  # the RM fills it in shortly after the launch
                 yarn_state=str(c.get("state", "")),
                 http_port=ports.http,
                 grpc_port=ports.grpc,
@@ -99,7 +99,7 @@ class Scraper:
         futures = {
             c.container_id: self._pool.submit(self._scrape, c, c.container_id in want_models)
             for c in containers
-            if c.ip
+            if c.ip  # no address yet: not registrable, so not worth a probe
         }
         wait(futures.values(), timeout=self._timeout * 2.5)
         results: dict[str, Scrape] = {}

@@ -202,7 +202,12 @@ class ZooKeeperSource:
             # Not created yet (the controller creates it): no instances, and a watch for its creation.
             self.client.exists_async(self.path, watch=self._watch_fired).get(timeout=self.timeout)
             return frozenset()
-        reads = {child: self.client.get_async(f"{self.path}/{child}") for child in sorted(children)}
+        # A watch on each znode's data too: a record rewritten in place (new address, new models)
+        # fires no children watch.
+        reads = {
+            child: self.client.get_async(f"{self.path}/{child}", watch=self._watch_fired)
+            for child in sorted(children)
+        }
         found = set()
         for child, read in reads.items():
             try:
