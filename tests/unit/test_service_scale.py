@@ -1,0 +1,92 @@
+"""`tarn scale` / `tarn_scale`: up flexes; down drains the controller's choice of victims through
+its API (a real HTTP server on loopback, the controller's own code), then decommissions exactly
+those; without a controller it flexes and says so."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tarn import service
+from tarn.config import Secret
+from tarn.controller.server import Api, serve
+
+from .test_controller_loop import FakeRm, make
+
+TOKEN = "scale-token"  # noqa: S105 - a test token
+
+
+class RmWithController(FakeRm):
+    """FakeRm plus the controller component the CLI looks the controller up in."""
+
+    def __init__(self, instances: int, am_port: int | None) -> None:
+        super().__init__(instances)
+        self.am_port = am_port
+
+    def service(self, name: str) -> dict[str, Any]:
+        found = super().service(name)
+        if self.am_port is not None:
+            found["components"][0] |= {
+                "readiness_check": {"type": "HTTP", "properties": {"url": f"http://${{THIS_HOST}}:{self.am_port}/health"}},
+                "containers": [{"hostname": "127.0.0.1", "ip": "127.0.0.1", "state": "READY"}],
+            }  # fmt: skip
+        return found
+
+
+@pytest.fixture
+def controller_port() -> Iterator[tuple[int, Any]]:
+    lab = make(instances=3, cooldown_ms=600_000, drain_timeout_s=0)
+    lab.scraper.inflight = {"triton-0": 1.0, "triton-1": 0.2, "triton-2": 0.0}
+    lab.ticks(2)
+    server = serve(Api(lab.controller, TOKEN), "127.0.0.1", 0)
+    yield server.server_address[1], lab
+    server.shutdown()
+
+
+def test_down_drains_the_least_loaded_then_decommissions_exactly_them(
+    controller_port: tuple[int, Any],
+) -> None:
+    port, lab = controller_port
+    rm = RmWithController(3, port)
+    logged: list[str] = []
+    options = service.Options(token=Secret(TOKEN), log=logged.append)
+    # The controller's loop must tick for a drain to finish: the scripted one runs in this thread.
+    answer = run_with_ticks(lab, lambda: service.scale(rm, "svc", 1, options))  # type: ignore[arg-type]
+    assert rm.calls == [("decommission", ["triton-2", "triton-1"])]
+    assert answer == "decommissioned triton-2, triton-1 after draining them"
+    assert logged == ["triton-2 drained", "triton-1 drained"]
+
+
+def test_up_only_flexes() -> None:
+    rm = RmWithController(1, None)
+    assert service.scale(rm, "svc", 3, service.Options()) == "ok"  # type: ignore[arg-type]
+    assert rm.calls == [("flex", 3)]
+
+
+def test_down_without_a_controller_flexes_and_says_so() -> None:
+    rm = RmWithController(3, None)
+    answer = service.scale(rm, "svc", 2, service.Options())  # type: ignore[arg-type]
+    assert rm.calls == [("flex", 2)]
+    assert "without draining" in answer
+
+
+def run_with_ticks(lab: Any, action: Any) -> Any:
+    done = threading.Event()
+    result: list[Any] = []
+
+    def ticker() -> None:
+        while not done.is_set():
+            lab.ticks(1)
+            done.wait(0.05)
+
+    thread = threading.Thread(target=ticker, daemon=True)
+    thread.start()
+    try:
+        result.append(action())
+    finally:
+        done.set()
+        thread.join()
+    return result[0]
