@@ -93,13 +93,20 @@ def submit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     config = config_from_namespace(args, environ)
     if not config.user:
         raise ConfigError("--user: no YARN user given; pass --user NAME or set HADOOP_USER_NAME")
-    desired = service.desired_service(config, config.user, environ)  # validates before any contact
+    try:
+        target = cluster(args, environ, config.user)  # reads the Hadoop configuration, contacts nothing
+    except ConfigError:
+        if not args.dry_run:
+            raise
+        target = None  # --dry-run without a cluster: the controller would read $HADOOP_CONF_DIR
+    rm_urls = target.rm.configured_urls if target else ()
+    desired = service.desired_service(config, config.user, environ, rm_urls)  # validates first
     for note in config.notes:
         print(f"tarn: note: {note}", file=sys.stderr)
-    if args.dry_run:
+    if args.dry_run or target is None:
         print(json.dumps(desired.spec, indent=2, sort_keys=True))
         return 0
-    reply = service.create(cluster(args, environ, config.user), desired)
+    reply = service.create(target, desired)
     print(f"submitted service {config.service_name}: {reply.get('diagnostics', reply.get('state', ''))}")
     return 0
 

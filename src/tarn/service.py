@@ -118,8 +118,11 @@ def artifact_dir(user: str, service_name: str) -> str:
     return f"/user/{user}/.tarn/{service_name}"
 
 
-def planned_artifacts(config: TarnConfig, user: str, environ: Mapping[str, str]) -> Artifacts:
-    """hdfs:/// URIs (the cluster's default file system) of the files a deployment uploads."""
+def planned_artifacts(
+    config: TarnConfig, user: str, environ: Mapping[str, str], rm_urls: tuple[str, ...] = ()
+) -> Artifacts:
+    """hdfs:/// URIs (the cluster's default file system) of the files a deployment uploads, and
+    the RM URLs the controller is given."""
     base = f"hdfs://{artifact_dir(user, config.service_name)}"
     token = f"{base}/token" if config.token is not None or config.token_file is not None else None
     store_password = (
@@ -130,6 +133,7 @@ def planned_artifacts(config: TarnConfig, user: str, environ: Mapping[str, str])
         launcher=f"{base}/tarn-launcher.pyz",
         token_file=token,
         secrets_password_file=store_password,
+        rm_urls=rm_urls,
     )
 
 
@@ -147,9 +151,11 @@ class Desired:
         return artifact_dir(self.user, self.config.service_name)
 
 
-def desired_service(config: TarnConfig, user: str, environ: Mapping[str, str]) -> Desired:
+def desired_service(
+    config: TarnConfig, user: str, environ: Mapping[str, str], rm_urls: tuple[str, ...] = ()
+) -> Desired:
     """Validate ``config`` and build its spec and files; ConfigError names the flag at fault."""
-    artifacts = planned_artifacts(config, user, environ)
+    artifacts = planned_artifacts(config, user, environ, rm_urls)
     spec = build_service_spec(config, artifacts)  # validates everything before any contact
     code = {
         _hdfs_path(artifacts.payload): payload.controller_zipapp(),

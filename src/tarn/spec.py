@@ -87,12 +87,15 @@ class Artifacts:
     launcher script; token_file: the API token, in a file only the service user can read (needed
     exactly when the config has a token); secrets_password_file: the JCEKS store password, in a
     file only the service user can read (when the store does not use Hadoop's default "none").
+    rm_urls: the ResourceManager web URLs the controller calls, given to it on its command line
+    (a Docker container has no Hadoop client configuration); none: it reads $HADOOP_CONF_DIR.
     """
 
     payload: str
     launcher: str
     token_file: str | None = None
     secrets_password_file: str | None = None
+    rm_urls: tuple[str, ...] = ()
 
 
 def build_service_spec(config: TarnConfig, artifacts: Artifacts) -> JSON:
@@ -188,6 +191,7 @@ def _controller_command(config: TarnConfig, artifacts: Artifacts) -> str:
     flags = config_to_argv(replace(config, token=None, token_file=None), with_env=False)
     if artifacts.token_file is not None:
         flags += ["--token-file", TOKEN_FILE]
+    flags += [text for url in artifacts.rm_urls for text in ("--rm-url", url)]
     return shlex.join([config.python, PAYLOAD_FILE, CONTROLLER, *flags])
 
 

@@ -254,6 +254,17 @@ def test_controller_command_round_trips_to_the_config() -> None:
     ]
 
 
+def test_the_controller_is_given_the_rm_urls() -> None:
+    """A Docker container has no Hadoop configuration: the RM addresses go on the command line."""
+    urls = ("http://rm1:8088", "http://rm2:8088")
+    controller = component(build_service_spec(config(), replace(NO_TOKEN, rm_urls=urls)), CONTROLLER)
+    args = shlex.split(controller["launch_command"])
+    given = [args[i + 1] for i, arg in enumerate(args) if arg == "--rm-url"]
+    assert given == list(urls)
+    bare = component(build_service_spec(config(), NO_TOKEN), CONTROLLER)
+    assert "--rm-url" not in bare["launch_command"]
+
+
 # ---- secrets never appear
 
 

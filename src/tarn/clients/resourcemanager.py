@@ -24,6 +24,7 @@ class ResourceManager:
         if not urls:
             raise ValueError("at least one ResourceManager URL is needed")
         self._urls = [u.rstrip("/") for u in urls]
+        self.configured_urls = tuple(self._urls)  # as given: _urls reorders on failover
         self._user = user
         self._timeout = timeout
         self._session = requests.Session()

@@ -27,6 +27,8 @@ class Exit(Exception):
 class FakeRM:
     """The RM's Services API over an in-memory service: records every call that changes something."""
 
+    configured_urls = ("http://rm1:8088", "http://rm2:8088")
+
     def __init__(self, service: dict[str, Any] | None = None) -> None:
         self.services = {service["name"]: copy.deepcopy(service)} if service else {}
         self.calls: list[tuple[str, ...]] = []

@@ -27,7 +27,7 @@ ARGV = [
 
 def deployed(count: int = 1, state: str = "STABLE") -> dict[str, Any]:
     """The service BASE describes, as the RM shows it running with `count` Triton instances."""
-    desired = tarn_service.desired_service(parse_config(ARGV, {}), "tarn", {})
+    desired = tarn_service.desired_service(parse_config(ARGV, {}), "tarn", {}, FakeRM.configured_urls)
     service = running(desired.spec)
     service["state"] = state
     triton = service["components"][1]
