@@ -13,7 +13,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tarn.config import TarnConfig
@@ -257,18 +257,19 @@ class Controller:
 
         containers = containers_of(service, self.config)
         now = self._clock()
+        unseen = Tracked()
         want_models = {
             c.container_id
             for c in containers
-            if now - self._tracked.get(c.container_id, Tracked()).models_at >= MODELS_REFRESH_S
-            or not self._tracked.get(c.container_id, Tracked()).was_ready
+            if not (known := self._tracked.get(c.container_id, unseen)).was_ready
+            or now - known.models_at >= MODELS_REFRESH_S
         }
         scrapes = self._scraper.scrape_all(containers, want_models)
         now = self._clock()
         views = self._views(containers, scrapes, now)
 
         zookeeper = self._register(views, problems)
-        views = [self._with_registration(v) for v in views]
+        views = self._with_registration(views)
         target = component_target(service)
         decision = self._scale(views, target, now, problems)
         snapshot = Snapshot(
@@ -376,12 +377,15 @@ class Controller:
             return "error"
         return "connected"
 
-    def _with_registration(self, view: InstanceView) -> InstanceView:
-        if self._registry is None:
-            registered = view.state == "READY"
-        else:
-            registered = view.container_id in self._registry.registered() and view.state == "READY"
-        return InstanceView(**{**view.__dict__, "registered": registered})
+    def _with_registration(self, views: list[InstanceView]) -> list[InstanceView]:
+        """Mark the views discovery lists: ready ones, and with ZooKeeper only those in it."""
+        in_zookeeper = None if self._registry is None else self._registry.registered()  # once a tick
+        return [
+            replace(
+                v, registered=v.state == "READY" and (in_zookeeper is None or v.container_id in in_zookeeper)
+            )
+            for v in views
+        ]
 
     # ---- scale
     def _scale(
