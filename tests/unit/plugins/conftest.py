@@ -159,3 +159,20 @@ def run_module(monkeypatch: pytest.MonkeyPatch):
         return result
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def no_controller(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Module tests talk to no server: the controller a fake service names (worker1:8888) is
+    unreachable here, as it would be with the controller down. Tests that drain replace it."""
+    from tarn import service as tarn_service
+    from tarn.errors import ClusterError
+
+    class Unreachable:
+        def __init__(self, url: str, *args: Any, **kwargs: Any) -> None:
+            self.url = url
+
+        def __getattr__(self, name: str) -> Any:
+            raise ClusterError(f"controller {self.url}: not reachable from unit tests")
+
+    monkeypatch.setattr(tarn_service, "Controller", Unreachable)
