@@ -22,13 +22,20 @@ except ImportError:
 
 try:
     from tarn import service as tarn_service
-    from tarn.config import ConfigArgumentParser, add_config_arguments, config_from_namespace, validate
+    from tarn.config import (  # pylint: disable=unused-import
+        ConfigArgumentParser,
+        add_config_arguments,
+        config_from_namespace,
+        read_token,
+        validate,
+    )
     from tarn.errors import TarnError  # pylint: disable=unused-import
 
     TARN_IMPORT_ERROR = None
 except ImportError:
     TARN_IMPORT_ERROR = traceback.format_exc()
     tarn_service = None
+    read_token = None  # check_libraries fails the module before anything uses it
 
     class TarnError(Exception):  # noqa: N818 - stands in for tarn.errors.TarnError
         pass
@@ -180,6 +187,16 @@ def fail(module, exc):
         flag, sep, rest = text.partition(":")
         text = flag[2:].replace("-", "_") + sep + rest
     module.fail_json(msg=text)
+
+
+def run(module, action):
+    """A module's whole run: the imports it needs, then ``action(module)``'s result, or the failure."""
+    check_libraries(module)
+    try:
+        result = action(module)
+    except TarnError as exc:
+        fail(module, exc)
+    module.exit_json(**result)
 
 
 def instances(service):

@@ -140,12 +140,10 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tarn.yarn.plugins.module_utils.common import (
     CONNECTION_ARGS,
     SERVICE_NAME_ARGS,
-    TarnError,
     argument_spec,
-    check_libraries,
     connect,
-    fail,
     instances,
+    run,
     service_args,
     tarn_config,
     tarn_service,
@@ -206,12 +204,7 @@ def main():
         mutually_exclusive=[("token", "token_file")],
         supports_check_mode=True,
     )
-    check_libraries(module)
-    try:
-        result = deploy(module)
-    except TarnError as exc:
-        fail(module, exc)
-    module.exit_json(**result)
+    run(module, deploy)
 
 
 if __name__ == "__main__":

@@ -110,10 +110,9 @@ from ansible_collections.tarn.yarn.plugins.module_utils.common import (
     SERVICE_NAME_ARGS,
     TarnError,
     argument_spec,
-    check_libraries,
     connect,
-    fail,
     instances,
+    run,
     tarn_service,
 )
 
@@ -150,12 +149,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    check_libraries(module)
-    try:
-        result = info(module)
-    except TarnError as exc:
-        fail(module, exc)
-    module.exit_json(**result)
+    run(module, info)
 
 
 if __name__ == "__main__":

@@ -108,11 +108,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tarn.yarn.plugins.module_utils.common import (
     CONNECTION_ARGS,
     SERVICE_NAME_ARGS,
-    TarnError,
     argument_spec,
-    check_libraries,
     connect,
-    fail,
+    run,
 )
 
 
@@ -181,12 +179,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    check_libraries(module)
-    try:
-        result = publish(module)
-    except TarnError as exc:
-        fail(module, exc)
-    module.exit_json(**result)
+    run(module, publish)
 
 
 if __name__ == "__main__":

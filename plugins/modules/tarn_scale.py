@@ -104,23 +104,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.tarn.yarn.plugins.module_utils.common import (
     CONNECTION_ARGS,
     SERVICE_NAME_ARGS,
-    TarnError,
     argument_spec,
-    check_libraries,
     connect,
-    fail,
     instances,
+    read_token,
+    run,
     tarn_service,
 )
-
-
-def controller_token(params):
-    if params["token"]:
-        return tarn_service.Secret(params["token"])
-    if params["token_file"]:
-        with open(params["token_file"]) as handle:
-            return tarn_service.Secret(handle.read().strip())
-    return None
 
 
 def scale(module):
@@ -142,7 +132,7 @@ def scale(module):
             wait=params["wait"],
             timeout=float(params["wait_timeout"]),
             log=module.log,
-            token=controller_token(params),
+            token=read_token(params["token"] or None, params["token_file"] or None),
         )
         if rebound:
             cluster.rm.initiate_upgrade(spec)
@@ -186,12 +176,7 @@ def main():
         mutually_exclusive=[("token", "token_file")],
         supports_check_mode=True,
     )
-    check_libraries(module)
-    try:
-        result = scale(module)
-    except TarnError as exc:
-        fail(module, exc)
-    module.exit_json(**result)
+    run(module, scale)
 
 
 if __name__ == "__main__":

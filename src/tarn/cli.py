@@ -13,11 +13,10 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from tarn import service
-from tarn.config import ConfigArgumentParser, Secret, add_config_arguments, config_from_namespace
+from tarn.config import ConfigArgumentParser, add_config_arguments, config_from_namespace, read_token
 from tarn.errors import ConfigError, TarnError
 from tarn.haproxy import command as haproxy_command
 
@@ -131,10 +130,8 @@ def instances(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 def scale(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.count < 0:
         raise ConfigError(f"count: {args.count} is negative; give 0 or more instances")
-    token = args.token or environ.get("TARN_TOKEN")
-    if token is None and args.token_file:
-        token = Path(args.token_file).read_text().strip()
-    options = service.Options(token=Secret(token) if token else None, log=print)
+    token = read_token(args.token or environ.get("TARN_TOKEN"), args.token_file)
+    options = service.Options(token=token, log=print)
     print(service.scale(cluster(args, environ).rm, args.service_name, args.count, options))
     return 0
 

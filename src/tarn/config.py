@@ -29,6 +29,7 @@ import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 from tarn.errors import ConfigError
@@ -82,6 +83,16 @@ class Secret:
 
     def __hash__(self) -> int:
         return hash((Secret, self._value))
+
+
+def read_token(token: str | Secret | None, token_file: str | None) -> Secret | None:
+    """The API token: the one given, else the content of ``token_file`` (surrounding whitespace
+    dropped), else None. One reader for the CLI, the modules, submit and the controller."""
+    if token is not None:
+        return token if isinstance(token, Secret) else Secret(token)
+    if token_file is not None:
+        return Secret(Path(token_file).read_text().strip())
+    return None
 
 
 @dataclass(frozen=True)

@@ -7,15 +7,31 @@ NameNode's HTTP address from yarn-site.xml and hdfs-site.xml, as Hadoop's own cl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from tarn.errors import ConfigError
 from tarn.launcher.hadoop_site import namenode_http_url, read_properties
 from tarn.launcher.webhdfs import namenode_location
 
-__all__ = ["read_properties", "rm_web_urls", "webhdfs_url"]
+__all__ = ["client_conf_dir", "read_properties", "resource_manager_urls", "rm_web_urls", "webhdfs_url"]
 
 Properties = Mapping[str, str]
+
+
+def client_conf_dir(explicit: str | None, environ: Mapping[str, str]) -> Path:
+    """--conf-dir, else $HADOOP_CONF_DIR (set in YARN containers too), else /etc/hadoop/conf."""
+    return Path(explicit or environ.get("HADOOP_CONF_DIR") or "/etc/hadoop/conf")
+
+
+def resource_manager_urls(explicit: Sequence[str] | None, conf_dir: Path) -> list[str]:
+    """The --rm-url values, else every RM of ``conf_dir``/yarn-site.xml; ConfigError if none."""
+    if explicit:
+        return list(explicit)
+    urls = rm_web_urls(read_properties(conf_dir / "yarn-site.xml"))
+    if not urls:
+        raise ConfigError(f"--rm-url: none given and none found in {conf_dir}/yarn-site.xml")
+    return urls
 
 
 def rm_web_urls(yarn_site: Properties) -> list[str]:

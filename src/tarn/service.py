@@ -21,7 +21,6 @@ import shlex
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
@@ -29,10 +28,10 @@ from tarn import __version__, payload
 from tarn.clients.controller import Controller
 from tarn.clients.resourcemanager import ResourceManager, spnego
 from tarn.clients.webhdfs import WebHdfs
-from tarn.config import Secret, TarnConfig
+from tarn.config import Secret, TarnConfig, read_token
 from tarn.controller.decide import Candidate, pick_victims
 from tarn.errors import ClusterError, ConfigError, TarnError
-from tarn.hadoop_conf import read_properties, rm_web_urls, webhdfs_url
+from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls, webhdfs_url
 from tarn.spec import CONTROLLER, TRITON, Artifacts, build_service_spec
 
 JSON = dict[str, Any]
@@ -97,9 +96,9 @@ def connect(
     name = user or env.get("HADOOP_USER_NAME") or env.get("USER")
     if not name:
         raise ConfigError("--user: no YARN user given; pass --user NAME or set HADOOP_USER_NAME")
-    conf = Path(conf_dir or env.get("HADOOP_CONF_DIR") or "/etc/hadoop/conf")
+    conf = client_conf_dir(conf_dir, env)
     auth = spnego() if kerberos else None
-    urls = rm_urls or rm_web_urls(read_properties(conf / "yarn-site.xml"))
+    urls = resource_manager_urls(rm_urls, conf)
 
     def web_hdfs() -> WebHdfs:
         url = webhdfs or webhdfs_url(
@@ -107,7 +106,7 @@ def connect(
         )
         return WebHdfs(url, user=name, auth=auth)
 
-    return Cluster(rm=ResourceManager(list(urls), user=name, auth=auth), user=name, make_hdfs=web_hdfs)
+    return Cluster(rm=ResourceManager(urls, user=name, auth=auth), user=name, make_hdfs=web_hdfs)
 
 
 # ---- what a config asks for
@@ -186,9 +185,10 @@ def _hdfs_path(uri: str) -> str:
 
 
 def _token_bytes(config: TarnConfig) -> bytes:
-    if config.token is not None:
-        return config.token.reveal().encode()
-    return Path(str(config.token_file)).read_bytes().strip()
+    token = read_token(config.token, config.token_file)
+    if token is None:
+        raise ValueError("no token to upload")  # planned_artifacts plans a token file only with one
+    return token.reveal().encode()
 
 
 # ---- comparing (pure)

@@ -26,6 +26,7 @@ from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.triton import Triton
 from tarn.clients.webhdfs import WebHdfs
 from tarn.errors import TarnError
 
@@ -177,10 +178,7 @@ def podman_exec(host: str, *command: str) -> subprocess.CompletedProcess[str]:
 
 
 def triton_ready(ip: str, port: int) -> bool:
-    try:
-        return requests.get(f"http://{ip}:{port}/v2/health/ready", timeout=0.5).status_code == 200
-    except requests.RequestException:
-        return False
+    return Triton(ip, port, timeout=0.5).ready()
 
 
 def poll_until(probe: Any, timeout: float, what: str) -> float:

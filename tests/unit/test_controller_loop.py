@@ -200,7 +200,7 @@ def api_url() -> Iterator[str]:
     lab = make(instances=2)
     lab.scraper.inflight = {"triton-0": 1.0}
     lab.ticks(2)
-    server = serve(Api(lab.controller, TOKEN), "127.0.0.1", 0)
+    server = serve(Api(lab.controller, Secret(TOKEN)), "127.0.0.1", 0)
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
 
@@ -314,7 +314,7 @@ def test_drain_over_http(api_url: str) -> None:
 
 def test_config_redacts_the_token() -> None:
     lab = make(instances=1, token=Secret(TOKEN))
-    server = serve(Api(lab.controller, TOKEN), "127.0.0.1", 0)
+    server = serve(Api(lab.controller, Secret(TOKEN)), "127.0.0.1", 0)
     try:
         reply = call(f"http://127.0.0.1:{server.server_address[1]}/config", AUTH)
     finally:

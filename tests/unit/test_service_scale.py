@@ -41,7 +41,7 @@ def controller_port() -> Iterator[tuple[int, Any]]:
     lab = make(instances=3, cooldown_ms=600_000, drain_timeout_s=0)
     lab.scraper.inflight = {"triton-0": 1.0, "triton-1": 0.2, "triton-2": 0.0}
     lab.ticks(2)
-    server = serve(Api(lab.controller, TOKEN), "127.0.0.1", 0)
+    server = serve(Api(lab.controller, Secret(TOKEN)), "127.0.0.1", 0)
     yield server.server_address[1], lab
     server.shutdown()
 

@@ -16,7 +16,6 @@ Request lines are never logged for that reason.
 
 from __future__ import annotations
 
-import hmac
 import json
 import threading
 import time
@@ -25,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tarn.config import Secret
 from tarn.controller.dashboard import render_dashboard
 from tarn.controller.loop import Controller
 from tarn.controller.metrics import metrics_registry, render
@@ -44,13 +44,11 @@ class BadRequest(Exception):
     pass
 
 
-def token_matches(expected: str | None, given: str | None) -> bool:
+def token_matches(expected: Secret | None, given: str | None) -> bool:
     """No token configured: open. Otherwise a constant-time comparison."""
     if expected is None:
         return True
-    if given is None:
-        return False
-    return hmac.compare_digest(given.encode(), expected.encode())
+    return given is not None and expected.matches(given)
 
 
 def presented_token(headers: Any, query: dict[str, str], path: str) -> str | None:
@@ -97,7 +95,7 @@ def instances_body(controller: Controller, as_text: bool) -> tuple[str, bytes]:
 class Api:
     """Routing and accounting, shared by every handler thread."""
 
-    def __init__(self, controller: Controller, token: str | None) -> None:
+    def __init__(self, controller: Controller, token: Secret | None) -> None:
         self.controller = controller
         self.token = token
         self._counts: dict[tuple[str, str], int] = {}
