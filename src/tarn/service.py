@@ -168,7 +168,7 @@ def desired_service(
     # Each component carries the digest of the code it runs: new TARN code relaunches only the
     # component whose code changed (the controller's changes often, the launcher's seldom).
     for component, path in ((CONTROLLER, artifacts.payload), (TRITON, artifacts.launcher)):
-        env = (_component(spec, component) or {}).setdefault("configuration", {}).setdefault("env", {})
+        env = (component_of(spec, component) or {}).setdefault("configuration", {}).setdefault("env", {})
         env[CODE_DIGEST_ENV] = hashlib.sha256(code[_hdfs_path(path)]).hexdigest()[:16]
     spec["version"] = spec_version(spec)
     return Desired(config=config, user=user, spec=spec, uploads=uploads)
@@ -267,11 +267,12 @@ class Plan:
 
 
 def triton_count(service: JSON) -> int:
-    component = _component(service, TRITON)
+    component = component_of(service, TRITON)
     return int(component.get("number_of_containers") or 0) if component else 0
 
 
-def _component(service: JSON, name: str) -> JSON | None:
+def component_of(service: JSON, name: str) -> JSON | None:
+    """A component of a service spec or of the RM's service JSON, by name."""
     return next((c for c in service.get("components", []) if c.get("name") == name), None)
 
 
@@ -438,7 +439,7 @@ def with_bounds(service: JSON, low: int | None, high: int | None) -> tuple[JSON,
     """The running service's spec with new autoscaling bounds in the controller's flags (pure):
     (the spec to upgrade to, the new (min, max)). The rest of the spec is kept as the RM has it."""
     spec = spec_of(service)
-    controller = _component(spec, CONTROLLER)
+    controller = component_of(spec, CONTROLLER)
     if controller is None:
         raise ClusterError(f"service {service.get('name')}: no controller component; is it a TARN service?")
     words = shlex.split(str(controller["launch_command"]))
@@ -520,7 +521,7 @@ def destroy(cluster: Cluster, name: str) -> bool:
 
 def instances_of(service: JSON) -> list[JSON]:
     """The Triton containers of a service JSON from the RM, in instance order."""
-    triton: JSON = _component(service, TRITON) or {}
+    triton: JSON = component_of(service, TRITON) or {}
     rows = [
         {
             "instance": c.get("component_instance_name"),
@@ -551,7 +552,7 @@ def summary(service: JSON) -> JSON:
 
 def controller_url(service: JSON) -> str | None:
     """http://<controller host>:<--am-port>, from the controller's container and readiness check."""
-    component = _component(service, CONTROLLER) or {}
+    component = component_of(service, CONTROLLER) or {}
     containers = component.get("containers") or []
     probe = str(((component.get("readiness_check") or {}).get("properties") or {}).get("url", ""))
     port = urlparse(probe.replace("${THIS_HOST}", "localhost")).port
@@ -572,7 +573,7 @@ def wait_ready(rm: ResourceManager, name: str, count: int, options: Options) -> 
         if service is None:
             return None
         triton = [r for r in instances_of(service) if r["state"] == "READY"]
-        controller = (_component(service, CONTROLLER) or {}).get("containers") or []
+        controller = (component_of(service, CONTROLLER) or {}).get("containers") or []
         if len(triton) >= count and all(c.get("state") == "READY" for c in controller) and controller:
             return service
         return None
@@ -641,7 +642,7 @@ def _pending(service: JSON) -> bool:
 
 
 def _containers(service: JSON, component: str) -> list[JSON]:
-    return list((_component(service, component) or {}).get("containers") or [])
+    return list((component_of(service, component) or {}).get("containers") or [])
 
 
 def _instance_state(service: JSON, component: str, instance: str) -> str | None:

@@ -26,10 +26,11 @@ from tarn.controller.decide import (
     decide,
     pick_victims,
 )
-from tarn.controller.observe import Container, Scrape, component_target, containers_of
+from tarn.controller.observe import Container, Scrape, containers_of
 from tarn.controller.registry import RegistryPlan, znode_data
 from tarn.controller.signals import Gpu, Load, TritonSample, instance_load
 from tarn.errors import TarnError
+from tarn.service import triton_count
 from tarn.spec import TRITON
 
 log = logging.getLogger("tarn.controller")
@@ -270,7 +271,7 @@ class Controller:
 
         zookeeper = self._register(views, problems)
         views = self._with_registration(views)
-        target = component_target(service)
+        target = triton_count(service)
         decision = self._scale(views, target, now, problems)
         snapshot = Snapshot(
             service=self.config.service_name,

@@ -20,6 +20,7 @@ from tarn.config import TarnConfig
 from tarn.controller.decide import instance_number
 from tarn.controller.signals import TritonSample, parse_triton_metrics
 from tarn.errors import TarnError
+from tarn.service import component_of
 from tarn.spec import TRITON
 
 JSON = dict[str, Any]
@@ -47,14 +48,9 @@ class Scrape:
     error: str | None = None
 
 
-def _triton_component(service: JSON) -> JSON:
-    component: JSON = next((c for c in service.get("components", []) if c.get("name") == TRITON), {})
-    return component
-
-
 def containers_of(service: JSON, config: TarnConfig) -> list[Container]:
     """The Triton containers of the RM's service JSON, in instance order."""
-    component = _triton_component(service)
+    component = component_of(service, TRITON) or {}
     found = []
     for c in component.get("containers", []):
         name = str(c.get("component_instance_name", ""))
@@ -72,10 +68,6 @@ def containers_of(service: JSON, config: TarnConfig) -> list[Container]:
             )
         )
     return sorted(found, key=lambda c: instance_number(c.instance))
-
-
-def component_target(service: JSON) -> int:
-    return int(_triton_component(service).get("number_of_containers", 0))
 
 
 class Scraper:
