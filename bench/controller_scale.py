@@ -22,7 +22,7 @@ from typing import Any
 
 import requests
 
-from tarn.config import TarnConfig
+from tarn.stdlib.config import TarnConfig
 from tarn.controller.loop import Controller
 from tarn.controller.observe import Scraper
 

@@ -22,13 +22,8 @@ except ImportError:
 
 try:
     from tarn import service as tarn_service
-    from tarn.config import (  # pylint: disable=unused-import
-        ConfigArgumentParser,
-        add_config_arguments,
-        config_from_namespace,
-        read_token,
-        validate,
-    )
+    from tarn.stdlib.config import add_config_arguments, config_from_namespace, validate
+    from tarn.stdlib.api_token import read_token
     from tarn.errors import TarnError  # pylint: disable=unused-import
 
     TARN_IMPORT_ERROR = None
@@ -149,7 +144,7 @@ def service_environ(params):
 
 
 def tarn_config(params):
-    """A validated tarn.config.TarnConfig, through the CLI's own parser (same defaults, same checks)."""
+    """A validated tarn.stdlib.config.TarnConfig, through the CLI's own parser (same defaults, same checks)."""
     parser = ConfigArgumentParser(prog="tarn_deploy", allow_abbrev=False)
     add_config_arguments(parser)
     return validate(config_from_namespace(parser.parse_args(service_argv(params)), service_environ(params)))

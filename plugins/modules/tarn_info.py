@@ -128,7 +128,7 @@ def info(module):
     result.update(state=actual.get("state"), service=tarn_service.summary(actual), controller_url=url)
     if url:
         from tarn.clients.controller import Controller, load_summary
-        from tarn.config import Secret
+        from tarn.stdlib.api_token import Secret
 
         token = Secret(params["token"]) if params["token"] else None
         try:

@@ -1,6 +1,6 @@
 """`tarn`: submit, inspect, scale and remove the TARN YARN service.
 
-`tarn submit` takes the seeds' `yarn jar … Client` flags (tarn.config). The cluster is found
+`tarn submit` takes the seeds' `yarn jar … Client` flags (tarn.stdlib.config). The cluster is found
 through --rm-url / --webhdfs-url or, like Hadoop's own clients, the configuration in
 $HADOOP_CONF_DIR. Every input is validated before anything is uploaded or submitted, and a
 failed submission removes what it uploaded.
@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tarn import service
-from tarn.config import ConfigArgumentParser, add_config_arguments, config_from_namespace, read_token
+from tarn.stdlib.config import ConfigArgumentParser, add_config_arguments, config_from_namespace
+from tarn.stdlib.api_token import read_token
 from tarn.errors import ConfigError, TarnError
 from tarn.haproxy import command as haproxy_command
 
@@ -148,7 +149,7 @@ def destroy(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def controller(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    from tarn.config import validate
+    from tarn.stdlib.config import validate
     from tarn.controller.main import run_controller  # only inside YARN: needs kazoo, prometheus_client
 
     return run_controller(validate(config_from_namespace(args, environ)), args.rm_url, environ)

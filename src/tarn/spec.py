@@ -1,12 +1,12 @@
 """The YARN service spec (Hadoop 3.1+ Services API, ``POST /app/v1/services``) of one TARN service.
 
-:func:`build_service_spec` is a pure function of a :class:`~tarn.config.TarnConfig` and the HDFS
+:func:`build_service_spec` is a pure function of a :class:`~tarn.stdlib.config.TarnConfig` and the HDFS
 paths of the files TARN ships (:class:`Artifacts`). It validates the config first, so a spec is
 never built from unchecked input. Two components (design.md §1):
 
 ``controller``
     1 container, restart ALWAYS, runs ``<python> tarn.pyz controller <the config's flags>``; the
-    flags are :func:`~tarn.config.config_to_argv` of the config, less ``--env`` and the token.
+    flags are :func:`~tarn.stdlib.config.config_to_argv` of the config, less ``--env`` and the token.
     Readiness: HTTP ``/health`` on ``--am-port`` (it must answer without a token).
 ``triton``
     ``--min-instances`` containers, restart ALWAYS, runs ``<python> tarn-launcher.pyz`` with the
@@ -59,7 +59,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tarn import __version__
-from tarn.config import SHELL_METACHARACTERS, TarnConfig, config_to_argv, validate
+from tarn.stdlib.config import SHELL_METACHARACTERS, TarnConfig, config_to_argv, validate
 from tarn.errors import ConfigError
 
 JSON = dict[str, Any]

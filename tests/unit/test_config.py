@@ -7,16 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from tarn.config import (
-    ConfigArgumentParser,
-    Secret,
-    TarnConfig,
-    add_config_arguments,
-    config_from_namespace,
-    config_to_argv,
-    parse_config,
-    validate,
-)
+from tarn.stdlib.config import ConfigArgumentParser, TarnConfig, add_config_arguments, config_from_namespace, config_to_argv, parse_config, validate
+from tarn.stdlib.api_token import Secret
 from tarn.errors import ConfigError, TarnError
 
 IMAGE = "nvcr.io/nvidia/tritonserver:24.09-py3"

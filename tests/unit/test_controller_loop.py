@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tarn.config import Secret, TarnConfig, validate
+from tarn.stdlib.config import TarnConfig, validate
+from tarn.stdlib.api_token import Secret
 from tarn.controller.loop import Controller
 from tarn.controller.observe import Container, Scrape
 from tarn.controller.server import SECURITY_HEADERS, Api, serve

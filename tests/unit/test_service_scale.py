@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tarn import service
-from tarn.config import Secret
+from tarn.stdlib.api_token import Secret
 from tarn.controller.server import Api, serve
 
 from .test_controller_loop import FakeRm, make

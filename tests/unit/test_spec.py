@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tarn.config import Secret, TarnConfig, parse_config
+from tarn.stdlib.config import TarnConfig, parse_config
+from tarn.stdlib.api_token import Secret
 from tarn.errors import ConfigError
 from tarn.spec import (
     CONTROLLER,

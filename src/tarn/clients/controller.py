@@ -11,7 +11,7 @@ from typing import Any
 
 import requests
 
-from tarn.config import Secret
+from tarn.stdlib.api_token import Secret
 from tarn.errors import ClusterError
 
 JSON = dict[str, Any]

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from tarn.config import TarnConfig
+from tarn.stdlib.config import TarnConfig
 from tarn.controller.decide import (
     Candidate,
     Decision,

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from types import FrameType
 
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.config import TarnConfig, read_token
+from tarn.stdlib.config import TarnConfig
+from tarn.stdlib.api_token import read_token
 from tarn.controller.loop import Controller
 from tarn.controller.observe import Scraper
 from tarn.controller.registry import Registry

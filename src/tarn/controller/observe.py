@@ -16,7 +16,7 @@ import requests
 import requests.adapters
 
 from tarn.clients.triton import Triton
-from tarn.config import TarnConfig
+from tarn.stdlib.config import TarnConfig
 from tarn.controller.decide import instance_number
 from tarn.controller.signals import TritonSample, parse_triton_metrics
 from tarn.errors import TarnError

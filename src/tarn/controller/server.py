@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tarn.config import Secret
+from tarn.stdlib.api_token import Secret
 from tarn.controller.dashboard import render_dashboard
 from tarn.controller.loop import Controller
 from tarn.controller.metrics import metrics_registry, render

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
 
-from tarn.config import Secret
+from tarn.stdlib.api_token import Secret
 from tarn.errors import ConfigError
 from tarn.haproxy.runtime import RuntimeApi
 from tarn.haproxy.sources import ControllerSource, Watcher, ZooKeeperSource

@@ -22,7 +22,7 @@ from typing import Any
 
 import requests
 
-from tarn.config import Secret
+from tarn.stdlib.api_token import Secret
 from tarn.errors import TarnError
 from tarn.haproxy.plan import Endpoint, endpoint, parse_endpoint
 

@@ -184,7 +184,7 @@ def test_service_fragment_documents_the_argument_spec() -> None:
 def test_every_cli_flag_is_a_module_option() -> None:
     from ansible_collections.tarn.yarn.plugins.module_utils.common import SERVICE_OPTIONS
 
-    from tarn.config import ConfigArgumentParser, add_config_arguments
+    from tarn.stdlib.config import ConfigArgumentParser, add_config_arguments
 
     parser = ConfigArgumentParser(prog="tarn")
     add_config_arguments(parser)

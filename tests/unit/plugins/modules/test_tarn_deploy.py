@@ -9,7 +9,7 @@ import pytest
 from ansible_collections.tarn.yarn.plugins.modules import tarn_deploy
 
 from tarn import service as tarn_service
-from tarn.config import parse_config
+from tarn.stdlib.config import parse_config
 
 from ..conftest import FakeHdfs, FakeRM, running
 

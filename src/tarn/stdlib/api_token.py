@@ -1,0 +1,44 @@
+"""The controller's API token: a :class:`Secret` that never shows itself, and the one reader of it."""
+
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+
+
+class Secret:
+    """A string that never shows itself: repr, str and format print ``***``."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def matches(self, candidate: str) -> bool:
+        """Constant-time comparison, for checking a presented token."""
+        return hmac.compare_digest(self._value.encode(), candidate.encode())
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    def __str__(self) -> str:
+        return "***"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and self.matches(other._value)
+
+    def __hash__(self) -> int:
+        return hash((Secret, self._value))
+
+
+def read_token(token: str | Secret | None, token_file: str | None) -> Secret | None:
+    """The API token: the one given, else the content of ``token_file`` (surrounding whitespace
+    dropped), else None. One reader for the CLI, the modules, submit and the controller."""
+    if token is not None:
+        return token if isinstance(token, Secret) else Secret(token)
+    if token_file is not None:
+        return Secret(Path(token_file).read_text().strip())
+    return None
