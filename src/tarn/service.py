@@ -33,7 +33,7 @@ from tarn.stdlib.api_token import Secret, read_token
 from tarn.controller.decide import Candidate, pick_victims
 from tarn.errors import ClusterError, ConfigError, TarnError
 from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls, webhdfs_url
-from tarn.spec import CONTROLLER, TRITON, Artifacts, build_service_spec
+from tarn.spec import CONTROLLER, TRITON, Artifacts, build_service_spec, component_of, triton_count
 
 JSON = dict[str, Any]
 State = Literal["present", "started", "stopped", "absent"]
@@ -265,16 +265,6 @@ class Plan:
         steps += [f"flex triton to {self.flex_to}"] if self.flex_to is not None else []
         steps += [word for word, on in (("start", self.start), ("stop", self.stop)) if on]
         return steps + (["destroy"] if self.destroy else [])
-
-
-def triton_count(service: JSON) -> int:
-    component = component_of(service, TRITON)
-    return int(component.get("number_of_containers") or 0) if component else 0
-
-
-def component_of(service: JSON, name: str) -> JSON | None:
-    """A component of a service spec or of the RM's service JSON, by name."""
-    return next((c for c in service.get("components", []) if c.get("name") == name), None)
 
 
 def view(service: JSON | None, template: JSON | None = None) -> JSON | None:

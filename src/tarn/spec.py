@@ -59,8 +59,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tarn import __version__
-from tarn.stdlib.config import SHELL_METACHARACTERS, TarnConfig, config_to_argv, validate
 from tarn.errors import ConfigError
+from tarn.stdlib.config import SHELL_METACHARACTERS, TarnConfig, config_to_argv, validate
 
 JSON = dict[str, Any]
 
@@ -115,6 +115,26 @@ def build_service_spec(config: TarnConfig, artifacts: Artifacts) -> JSON:
     if config.lifetime is not None:
         spec["lifetime"] = config.lifetime
     return spec
+
+
+# ---- reading a service back: the one place for the component lookup, the instance number and its port
+
+
+def component_of(service: JSON, name: str) -> JSON | None:
+    """A component of a service spec or of the RM's service JSON, by name."""
+    return next((c for c in service.get("components", []) if c.get("name") == name), None)
+
+
+def triton_count(service: JSON) -> int:
+    """The Triton instances the service asks for (its number_of_containers)."""
+    component = component_of(service, TRITON)
+    return int(component.get("number_of_containers") or 0) if component else 0
+
+
+def instance_number(instance: str) -> int:
+    """The YARN component instance id: triton-3 -> 3 (the port stride uses it)."""
+    tail = instance.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 # ---- the two components

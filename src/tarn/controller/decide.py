@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from tarn.spec import instance_number
+
 Direction = Literal["up", "down", "hold"]
 
 
@@ -130,9 +132,3 @@ def pick_victims(candidates: list[Candidate], count: int) -> list[str]:
         return (c.ready, c.load if c.load is not None else 0.0, -instance_number(c.instance))
 
     return [c.instance for c in sorted(candidates, key=order)[: max(count, 0)]]
-
-
-def instance_number(instance: str) -> int:
-    """The YARN component instance id: triton-3 -> 3 (the launcher's port stride uses it)."""
-    tail = instance.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else 0

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from tarn.stdlib.config import TarnConfig
 from tarn.controller.decide import (
     Candidate,
     Decision,
@@ -30,8 +29,8 @@ from tarn.controller.observe import Container, Scrape, containers_of
 from tarn.controller.registry import RegistryPlan, znode_data
 from tarn.controller.signals import Gpu, Load, TritonSample, instance_load
 from tarn.errors import TarnError
-from tarn.service import triton_count
-from tarn.spec import TRITON
+from tarn.spec import TRITON, triton_count
+from tarn.stdlib.config import TarnConfig
 
 log = logging.getLogger("tarn.controller")
 

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from types import FrameType
 
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.stdlib.config import TarnConfig
-from tarn.stdlib.api_token import read_token
 from tarn.controller.loop import Controller
 from tarn.controller.observe import Scraper
 from tarn.controller.registry import Registry
 from tarn.controller.server import Api, serve
 from tarn.hadoop_conf import client_conf_dir, resource_manager_urls
+from tarn.stdlib.api_token import read_token
+from tarn.stdlib.config import TarnConfig
 
 log = logging.getLogger("tarn.controller")
 

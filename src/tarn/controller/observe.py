@@ -16,12 +16,10 @@ import requests
 import requests.adapters
 
 from tarn.clients.triton import Triton
-from tarn.stdlib.config import TarnConfig
-from tarn.controller.decide import instance_number
 from tarn.controller.signals import TritonSample, parse_triton_metrics
 from tarn.errors import TarnError
-from tarn.service import component_of
-from tarn.spec import TRITON
+from tarn.spec import TRITON, component_of, instance_number
+from tarn.stdlib.config import TarnConfig
 
 JSON = dict[str, Any]
 

@@ -24,10 +24,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tarn.stdlib.api_token import Secret
 from tarn.controller.dashboard import render_dashboard
 from tarn.controller.loop import Controller
 from tarn.controller.metrics import metrics_registry, render
+from tarn.stdlib.api_token import Secret
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
