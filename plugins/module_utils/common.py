@@ -12,6 +12,7 @@ import os
 import traceback
 
 from ansible.module_utils.basic import missing_required_lib
+from ansible_collections.tarn.yarn.plugins.module_utils.service_options import SERVICE_OPTIONS
 
 try:
     import requests  # noqa: F401 pylint: disable=unused-import
@@ -22,15 +23,16 @@ except ImportError:
 
 try:
     from tarn import service as tarn_service
-    from tarn.stdlib.config import add_config_arguments, config_from_namespace, validate
-    from tarn.stdlib.api_token import read_token
+    from tarn.ansible_options import config_from_params
     from tarn.errors import TarnError  # pylint: disable=unused-import
+    from tarn.stdlib.api_token import read_token  # pylint: disable=unused-import
 
     TARN_IMPORT_ERROR = None
 except ImportError:
     TARN_IMPORT_ERROR = traceback.format_exc()
     tarn_service = None
     read_token = None  # check_libraries fails the module before anything uses it
+    config_from_params = None
 
     class TarnError(Exception):  # noqa: N818 - stands in for tarn.errors.TarnError
         pass
@@ -48,54 +50,9 @@ CONNECTION_ARGS = dict(
 
 SERVICE_NAME_ARGS = dict(service_name=dict(type="str", default="tarn"))
 
-# ---- the TARN service options (doc fragment tarn.yarn.service): name -> (argument spec, CLI flag).
-# No defaults here: an option left out is a flag left out, so the CLI's default applies (one place).
-SERVICE_OPTIONS = dict(
-    model_repository=(dict(type="str"), "--model-repository"),
-    image=(dict(type="str"), "--image"),
-    runtime=(dict(type="str", choices=["docker", "process"]), "--runtime"),
-    python=(dict(type="str"), "--python"),
-    queue=(dict(type="str"), "--queue"),
-    lifetime=(dict(type="int"), "--lifetime"),
-    port=(dict(type="int"), "--port"),
-    grpc_port=(dict(type="int"), "--grpc-port"),
-    metrics_port=(dict(type="int"), "--metrics-port"),
-    am_port=(dict(type="int"), "--am-port"),
-    address=(dict(type="str"), "--address"),
-    token=(dict(type="str", no_log=True), "--token"),
-    token_file=(dict(type="path"), "--token-file"),
-    tp=(dict(type="int"), "--tp"),
-    pp=(dict(type="int"), "--pp"),
-    gpus_per_instance=(dict(type="int"), "--gpus-per-instance"),
-    memory_mb=(dict(type="int"), "--memory-mb"),
-    vcores=(dict(type="int"), "--vcores"),
-    controller_memory_mb=(dict(type="int"), "--controller-memory-mb"),
-    controller_vcores=(dict(type="int"), "--controller-vcores"),
-    secrets=(dict(type="str", no_log=False), "--secrets"),  # a keystore path, not a secret
-    env=(dict(type="dict"), "--env"),
-    placement_tag=(dict(type="str"), "--placement-tag"),
-    anti_affinity=(dict(type="bool"), "--no-anti-affinity"),
-    port_stride=(dict(type="int"), "--port-stride"),
-    scale_up=(dict(type="float"), "--scale-up"),
-    scale_down=(dict(type="float"), "--scale-down"),
-    min_instances=(dict(type="int"), "--min-instances"),
-    max_instances=(dict(type="int"), "--max-instances"),
-    cooldown=(dict(type="int"), "--cooldown"),
-    tick_seconds=(dict(type="float"), "--tick-seconds"),
-    concurrency_per_instance=(dict(type="float"), "--concurrency-per-instance"),
-    drain_timeout=(dict(type="int"), "--drain-timeout"),
-    zk_ensemble=(dict(type="str"), "--zk-ensemble"),
-    zk_path=(dict(type="str"), "--zk-path"),
-    ranger_service=(dict(type="str"), "--ranger-service"),
-    ranger_app_id=(dict(type="str"), "--ranger-app-id"),
-    ranger_audit=(dict(type="bool"), "--ranger-audit"),
-    docker_network=(dict(type="str"), "--docker-network"),
-    docker_privileged=(dict(type="bool"), "--docker-privileged"),
-    docker_delayed_removal=(dict(type="bool"), "--docker-delayed-removal"),
-    docker_mounts=(dict(type="list", elements="str"), "--docker-mounts"),
-    docker_ports=(dict(type="list", elements="str"), "--docker-ports"),
-    secrets_password=(dict(type="str", no_log=True), None),  # HADOOP_CREDSTORE_PASSWORD
-)
+# ---- the TARN service options (doc fragment tarn.yarn.service): generated from the `tarn` CLI's
+# declaration into service_options.py. No defaults there: an option left out is a flag left out,
+# so the CLI's default applies (one place).
 
 
 def service_args():
@@ -109,32 +66,6 @@ def argument_spec(*parts):
     return spec
 
 
-def service_argv(params):
-    """The `tarn submit` flags the options stand for (the token included: it stays in-process)."""
-    argv = ["--service-name", params["service_name"]]
-    if params.get("user"):
-        argv += ["--user", params["user"]]
-    for name, (spec, flag) in SERVICE_OPTIONS.items():
-        value = params.get(name)
-        if value is None or flag is None:
-            continue
-        if name == "anti_affinity":
-            argv += [] if value else [flag]
-        elif name == "ranger_audit":
-            argv += ["--ranger-audit" if value else "--no-ranger-audit"]
-        elif spec["type"] == "bool":
-            argv += [flag] if value else []
-        elif name == "env":
-            for key in sorted(value):
-                argv += ["--env", "%s=%s" % (key, value[key])]
-        elif spec["type"] == "list":
-            for item in value:
-                argv += [flag, item]
-        else:
-            argv += [flag, str(value)]
-    return argv
-
-
 def service_environ(params):
     """The environment the CLI would read: the user's fallbacks and the credential store password."""
     environ = dict((k, os.environ[k]) for k in ("HADOOP_USER_NAME", "USER", "HADOOP_CONF_DIR") if k in os.environ)
@@ -145,9 +76,7 @@ def service_environ(params):
 
 def tarn_config(params):
     """A validated tarn.stdlib.config.TarnConfig, through the CLI's own parser (same defaults, same checks)."""
-    parser = ConfigArgumentParser(prog="tarn_deploy", allow_abbrev=False)
-    add_config_arguments(parser)
-    return validate(config_from_namespace(parser.parse_args(service_argv(params)), service_environ(params)))
+    return config_from_params(params, service_environ(params), "tarn_deploy")
 
 
 # ---- running

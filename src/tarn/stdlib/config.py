@@ -138,6 +138,8 @@ class TarnConfig:
     runtime: Runtime = option(
         "docker", "--runtime", group="what to serve", choices=RUNTIMES,
         help="docker (production) or process (tritonserver installed on the NodeManagers)",
+        doc=("C(docker) (production) or C(process) (C(tritonserver) installed on the NodeManagers).",
+             "CLI default C(docker)."),
     )  # fmt: skip
     python: str = option(
         "python3", "--python", group="what to serve",
@@ -163,14 +165,18 @@ class TarnConfig:
         help="accepted for compatibility with the Java client; ignored",
     )  # fmt: skip
     # ports and API
-    port: int = option(8000, "--port", group="ports and API", type=int, launcher=True, help="Triton HTTP port")
+    port: int = option(
+        8000, "--port", group="ports and API", type=int, launcher=True, help="Triton HTTP port"
+    )
     grpc_port: int = option(
         8001, "--grpc-port", group="ports and API", type=int, launcher=True, help="Triton gRPC port"
     )
     metrics_port: int = option(
         8002, "--metrics-port", group="ports and API", type=int, launcher=True, help="Triton metrics port"
     )
-    am_port: int = option(8888, "--am-port", group="ports and API", type=int, help="the controller's API port")
+    am_port: int = option(
+        8888, "--am-port", group="ports and API", type=int, help="the controller's API port"
+    )
     address: str = option(
         "0.0.0.0",  # noqa: S104 - the seeds' bind address; Triton must be reachable
         "--address", group="ports and API", launcher=True, help="bind address",
@@ -198,25 +204,37 @@ class TarnConfig:
     gpus_per_instance: int | None = option(
         None, "--gpus-per-instance", group="each Triton instance", type=int,
         help="yarn.io/gpu per instance: 0 (CPU only) or >= tp*pp (default tp*pp)",
+        doc=("C(yarn.io/gpu) per Triton instance, C(0) for CPU only. Default tp x pp.",),
     )  # fmt: skip
     memory_mb: int = option(
-        4096, "--memory-mb", group="each Triton instance", type=int, help="memory of each Triton container, MiB"
+        4096,
+        "--memory-mb",
+        group="each Triton instance",
+        type=int,
+        help="memory of each Triton container, MiB",
     )
-    vcores: int = option(2, "--vcores", group="each Triton instance", type=int, help="vcores of each Triton container")
+    vcores: int = option(
+        2, "--vcores", group="each Triton instance", type=int, help="vcores of each Triton container",
+        doc=("vcores of each Triton container. CLI default C(2).",),
+    )  # fmt: skip
     controller_memory_mb: int = option(
         1024, "--controller-memory-mb", group="each Triton instance", type=int,
         help="memory of the controller's container, MiB",
     )  # fmt: skip
     controller_vcores: int = option(
-        1, "--controller-vcores", group="each Triton instance", type=int, help="vcores of the controller's container"
-    )
+        1, "--controller-vcores", group="each Triton instance", type=int, help="vcores of the controller's container",
+        doc=("vcores of the controller's container. CLI default C(1).",),
+    )  # fmt: skip
     secrets: str | None = option(
         None, "--secrets", group="each Triton instance", launcher=True,
         help="JCEKS keystore: hdfs:///path or /path (huggingface.token, tarn.env.* become Triton's environment)",
+        doc=("JCEKS keystore, C(hdfs:///path) or C(/path): C(huggingface.token) and C(tarn.env.*) become "
+             "Triton's environment.",),
     )  # fmt: skip
     env: tuple[tuple[str, str], ...] = option(
         (), "--env", group="each Triton instance", form="repeat", metavar="KEY=VALUE",
         help="environment of the Triton processes (repeat)",
+        doc=("Environment of the Triton processes (the CLI's repeated C(--env KEY=VALUE)).",),
     )  # fmt: skip
     # placement
     placement_tag: str = option(
@@ -464,7 +482,9 @@ def parse_docker_mounts(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(m if m.count(":") >= 2 else f"{m}:ro" for m in _split_commas(items))
 
 
-def config_to_argv(config: TarnConfig, *, with_env: bool = True, only: Iterable[str] | None = None) -> list[str]:
+def config_to_argv(
+    config: TarnConfig, *, with_env: bool = True, only: Iterable[str] | None = None
+) -> list[str]:
     """The flags that :func:`parse_config` turns back into ``config``, less the token and --jar.
 
     The token is never rendered (give the controller ``--token-file``); ``with_env=False`` also
