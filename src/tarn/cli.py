@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tarn import service
-from tarn.stdlib.config import ConfigArgumentParser, add_config_arguments, config_from_namespace
-from tarn.stdlib.api_token import read_token
 from tarn.errors import ConfigError, TarnError
 from tarn.haproxy import command as haproxy_command
+from tarn.stdlib.api_token import read_token
+from tarn.stdlib.config import ConfigArgumentParser, add_config_arguments, config_from_namespace
 
 JSON = dict[str, Any]
 
@@ -149,8 +149,8 @@ def destroy(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def controller(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    from tarn.stdlib.config import validate
     from tarn.controller.main import run_controller  # only inside YARN: needs kazoo, prometheus_client
+    from tarn.stdlib.config import validate
 
     return run_controller(validate(config_from_namespace(args, environ)), args.rm_url, environ)
 

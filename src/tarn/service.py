@@ -28,12 +28,12 @@ from tarn import __version__, payload
 from tarn.clients.controller import Controller
 from tarn.clients.resourcemanager import ResourceManager, spnego
 from tarn.clients.webhdfs import WebHdfs
-from tarn.stdlib.config import TarnConfig
-from tarn.stdlib.api_token import Secret, read_token
 from tarn.controller.decide import Candidate, pick_victims
 from tarn.errors import ClusterError, ConfigError, TarnError
 from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls, webhdfs_url
 from tarn.spec import CONTROLLER, TRITON, Artifacts, build_service_spec, component_of, triton_count
+from tarn.stdlib.api_token import Secret, read_token
+from tarn.stdlib.config import TarnConfig
 
 JSON = dict[str, Any]
 State = Literal["present", "started", "stopped", "absent"]

@@ -23,11 +23,11 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
 
-from tarn.stdlib.api_token import Secret
 from tarn.errors import ConfigError
 from tarn.haproxy.runtime import RuntimeApi
 from tarn.haproxy.sources import ControllerSource, Watcher, ZooKeeperSource
 from tarn.haproxy.sync import BackendSync, run
+from tarn.stdlib.api_token import Secret
 
 _BACKEND = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # HAProxy proxy names
 _ZK_PATH = re.compile(r"(/[A-Za-z0-9_.-]+)+")

@@ -22,9 +22,9 @@ from typing import Any
 
 import requests
 
-from tarn.stdlib.api_token import Secret
 from tarn.errors import TarnError
 from tarn.haproxy.plan import Endpoint, endpoint, parse_endpoint
+from tarn.stdlib.api_token import Secret
 
 LOG = logging.getLogger("tarn.haproxy")
 

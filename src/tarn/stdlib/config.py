@@ -222,12 +222,13 @@ class TarnConfig:
         help="memory of the controller's container, MiB",
     )  # fmt: skip
     controller_vcores: int = option(
-        1, "--controller-vcores", group="each Triton instance", type=int, help="vcores of the controller's container",
+        1, "--controller-vcores", group="each Triton instance", type=int,
+        help="vcores of the controller's container",
         doc=("vcores of the controller's container. CLI default C(1).",),
     )  # fmt: skip
     secrets: str | None = option(
         None, "--secrets", group="each Triton instance", launcher=True,
-        help="JCEKS keystore: hdfs:///path or /path (huggingface.token, tarn.env.* become Triton's environment)",
+        help="JCEKS keystore: hdfs:///path or /path (huggingface.token, tarn.env.* become Triton's env)",
         doc=("JCEKS keystore, C(hdfs:///path) or C(/path): C(huggingface.token) and C(tarn.env.*) become "
              "Triton's environment.",),
     )  # fmt: skip
