@@ -54,13 +54,14 @@ Secrets never appear in the spec, so never in the RM's REST output either:
 
 from __future__ import annotations
 
+import json
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from tarn import __version__
-from tarn.errors import ConfigError
-from tarn.stdlib.config import SHELL_METACHARACTERS, TarnConfig, config_to_argv, validate
+from tarn.errors import ClusterError, ConfigError
+from tarn.stdlib.config import LAUNCHER_OPTIONS, SHELL_METACHARACTERS, TarnConfig, config_to_argv, validate
 
 JSON = dict[str, Any]
 
@@ -77,6 +78,13 @@ CONTROLLER_HEALTH_PATH = "/health"
 # How often the service AM probes readiness (Hadoop's default is 30 s): an instance starts
 # taking traffic seconds, not half a minute, after Triton is ready.
 READINESS_CHECK_SECONDS = 2
+SERVICE_PROPERTIES = {"yarn.service.readiness-check-interval.seconds": str(READINESS_CHECK_SECONDS)}
+# The settings TARN reads back from a running service, as JSON in a property of the controller
+# component (the Services API keeps properties intact; launch commands are shell words).
+SETTINGS_PROPERTY = "tarn.settings"
+# Options not kept in the settings: the token (never in a spec), the Triton environment (in the
+# spec already, and possibly sensitive), --jar (ignored).
+_UNSETTLED = frozenset({"token", "env", "jar"})
 
 
 @dataclass(frozen=True)
@@ -108,9 +116,7 @@ def build_service_spec(config: TarnConfig, artifacts: Artifacts) -> JSON:
         "description": f"TARN {__version__}: Triton Inference Server on YARN ({config.runtime} runtime)",
         "queue": config.queue,
         "components": [_controller(config, artifacts), _triton(config, artifacts)],
-        "configuration": {
-            "properties": {"yarn.service.readiness-check-interval.seconds": str(READINESS_CHECK_SECONDS)}
-        },
+        "configuration": {"properties": dict(SERVICE_PROPERTIES)},
     }
     if config.lifetime is not None:
         spec["lifetime"] = config.lifetime
@@ -137,6 +143,52 @@ def instance_number(instance: str) -> int:
     return int(tail) if tail.isdigit() else 0
 
 
+@dataclass(frozen=True)
+class Deployed:
+    """What a running service was built from: its config (less the token and the Triton
+    environment), whether the controller reads a token file, the RM URLs it was given."""
+
+    config: TarnConfig
+    has_token: bool
+    rm_urls: tuple[str, ...]
+
+    def instance_port(self, instance: str) -> int:
+        """The HTTP port of a Triton instance, e.g. triton-3."""
+        return self.config.instance_ports(instance_number(instance)).http
+
+
+def read_back(service: JSON) -> Deployed:
+    """The settings the spec builder wrote into ``service`` (a spec, or the RM's service JSON)."""
+    controller = component_of(service, CONTROLLER) or {}
+    text = ((controller.get("configuration") or {}).get("properties") or {}).get(SETTINGS_PROPERTY)
+    if not text:
+        raise ClusterError(
+            f"service {service.get('name')}: no {SETTINGS_PROPERTY} on its controller; is it a TARN "
+            "service deployed by this version? Redeploy it with tarn submit or tarn_deploy"
+        )
+    settings = json.loads(text)
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in settings["options"].items()}
+    return Deployed(TarnConfig(**options), bool(settings["token_file"]), tuple(settings["rm_urls"]))
+
+
+def with_settings(service: JSON, config: TarnConfig) -> JSON:
+    """``service`` (the spec from :func:`~tarn.service.plan.spec_of`) with the controller launched
+    from ``config`` instead: how the instance bounds change without touching Triton."""
+    validate(config)
+    deployed = read_back(service)
+    controller = component_of(service, CONTROLLER)
+    assert controller is not None  # read_back found it
+    controller["launch_command"] = _controller_command(config, deployed.has_token, deployed.rm_urls)
+    properties = controller.setdefault("configuration", {}).setdefault("properties", {})
+    properties[SETTINGS_PROPERTY] = _settings(config, deployed.has_token, deployed.rm_urls)
+    return service
+
+
+def _settings(config: TarnConfig, has_token: bool, rm_urls: tuple[str, ...]) -> str:
+    options = {f.name: getattr(config, f.name) for f in fields(config) if f.name not in _UNSETTLED}
+    return json.dumps({"options": options, "token_file": has_token, "rm_urls": list(rm_urls)}, sort_keys=True)
+
+
 # ---- the two components
 
 
@@ -145,16 +197,22 @@ def _controller(config: TarnConfig, artifacts: Artifacts) -> JSON:
     if artifacts.token_file is not None:
         files.append(_static(artifacts.token_file, TOKEN_FILE))
     am_mapping = () if config.docker_network == "host" else (f"{config.am_port}:{config.am_port}",)
-    return _component(
+    has_token = artifacts.token_file is not None
+    component = _component(
         config,
         name=CONTROLLER,
         count=1,
-        command=_controller_command(config, artifacts),
+        command=_controller_command(config, has_token, artifacts.rm_urls),
         resource={"cpus": config.controller_vcores, "memory": str(config.controller_memory_mb)},
         readiness=_http_readiness(config.am_port, CONTROLLER_HEALTH_PATH),
         env=_docker_env(config, privileged=False, ports=am_mapping, reads=(config.model_repository,)),
         files=files,
     )
+    # YARN merges the service's properties into each component's: written here too, the spec
+    # reads back exactly as it was sent.
+    properties = {**SERVICE_PROPERTIES, SETTINGS_PROPERTY: _settings(config, has_token, artifacts.rm_urls)}
+    component["configuration"]["properties"] = properties
+    return component
 
 
 def _triton(config: TarnConfig, artifacts: Artifacts) -> JSON:
@@ -207,41 +265,30 @@ def _component(
 # ---- launch commands
 
 
-def _controller_command(config: TarnConfig, artifacts: Artifacts) -> str:
+def _controller_command(config: TarnConfig, has_token: bool, rm_urls: tuple[str, ...]) -> str:
     flags = config_to_argv(replace(config, token=None, token_file=None), with_env=False)
-    if artifacts.token_file is not None:
+    if has_token:
         flags += ["--token-file", TOKEN_FILE]
-    flags += [text for url in artifacts.rm_urls for text in ("--rm-url", url)]
+    flags += [text for url in rm_urls for text in ("--rm-url", url)]
     return shlex.join([config.python, PAYLOAD_FILE, CONTROLLER, *flags])
 
 
 def _triton_command(config: TarnConfig, artifacts: Artifacts) -> str:
-    args = [
-        config.python,
-        LAUNCHER_FILE,
-        "--model-repository",
-        config.model_repository,
-        "--port",
-        str(config.port),
-        "--grpc-port",
-        str(config.grpc_port),
-        "--metrics-port",
-        str(config.metrics_port),
-        "--address",
-        config.address,
-        "--tp",
-        str(config.tp),
-        "--pp",
-        str(config.pp),
-    ]
-    if config.secrets is not None:
-        args += ["--secrets", SECRETS_FILE if config.secrets.startswith("hdfs://") else config.secrets]
+    """The launcher with its subset of the options; a localized keystore goes by its local name."""
+    secrets = config.secrets
+    if secrets is not None and secrets.startswith("hdfs://"):
+        secrets = SECRETS_FILE
+    launcher = replace(config, secrets=secrets, port_stride=0)
+    args = [config.python, LAUNCHER_FILE, *config_to_argv(launcher, only=_LAUNCHER_FLAGS)]
     if artifacts.secrets_password_file is not None:
         args += ["--secrets-password-file", SECRETS_PASSWORD_FILE]
     command = shlex.join(args)
-    if config.port_stride:
+    if config.port_stride:  # ${COMPONENT_ID} must reach the AM unquoted, to be substituted
         command += f" --port-stride {config.port_stride} --instance-id {INSTANCE_ID}"
     return command
+
+
+_LAUNCHER_FLAGS = tuple(name for name in LAUNCHER_OPTIONS if name != "port_stride")
 
 
 # ---- pieces
@@ -342,8 +389,15 @@ __all__ = [
     "PAYLOAD_FILE",
     "SECRETS_FILE",
     "SECRETS_PASSWORD_FILE",
+    "SETTINGS_PROPERTY",
     "TOKEN_FILE",
     "TRITON",
     "Artifacts",
+    "Deployed",
     "build_service_spec",
+    "component_of",
+    "instance_number",
+    "read_back",
+    "triton_count",
+    "with_settings",
 ]

@@ -10,19 +10,22 @@ from typing import Any
 
 import pytest
 
-from tarn.stdlib.config import TarnConfig, parse_config
-from tarn.stdlib.api_token import Secret
-from tarn.errors import ConfigError
+from tarn.errors import ClusterError, ConfigError
 from tarn.spec import (
     CONTROLLER,
     LAUNCHER_FILE,
     PAYLOAD_FILE,
     SECRETS_FILE,
+    SETTINGS_PROPERTY,
     TOKEN_FILE,
     TRITON,
     Artifacts,
     build_service_spec,
+    read_back,
+    with_settings,
 )
+from tarn.stdlib.api_token import Secret
+from tarn.stdlib.config import TarnConfig, parse_config
 
 IMAGE = "nvcr.io/nvidia/tritonserver:24.09-py3"
 TOKEN = "tok-3f9a-never-in-the-spec"  # noqa: S105 - a test value
@@ -349,3 +352,42 @@ def test_bad_config_builds_no_spec(changes: dict[str, Any], flag: str) -> None:
 def test_bad_artifacts(artifacts: Artifacts, name: str) -> None:
     with pytest.raises(ConfigError, match=rf"^{re.escape(name)}: "):
         build_service_spec(GOOD, artifacts)
+
+
+# ---- reading the settings back: structured data, not shell words
+
+
+def test_read_back_returns_the_config_less_the_token_and_environment() -> None:
+    source = config("--token", TOKEN, "--env", "A=1", "--no-anti-affinity", "--port-stride", "10")
+    spec = build_service_spec(source, replace(ARTIFACTS, rm_urls=("http://rm1:8088",)))
+    deployed = read_back(json.loads(json.dumps(spec)))
+    assert deployed.config == replace(source, token=None, env=())
+    assert deployed.has_token
+    assert deployed.rm_urls == ("http://rm1:8088",)
+    assert deployed.instance_port("triton-3") == 8030
+    assert TOKEN not in json.dumps(spec)
+
+
+def test_with_settings_relaunches_only_the_controller_with_new_bounds() -> None:
+    source = config("--token", TOKEN, "--max-instances", "3")
+    spec = build_service_spec(source, ARTIFACTS)
+    before = json.loads(json.dumps(spec))
+    changed = with_settings(json.loads(json.dumps(spec)), replace(read_back(spec).config, max_instances=6))
+    assert component(changed, TRITON) == component(before, TRITON)
+    args = shlex.split(component(changed, CONTROLLER)["launch_command"])
+    assert parse_config(args[3:], {}).max_instances == 6
+    assert "--token-file" in args
+    assert read_back(changed).config.max_instances == 6
+
+
+def test_with_settings_refuses_bad_bounds_by_flag() -> None:
+    spec = spec_of()
+    with pytest.raises(ConfigError, match=r"^--min-instances: "):
+        with_settings(spec, replace(read_back(spec).config, min_instances=5, max_instances=2))
+
+
+def test_read_back_needs_the_settings() -> None:
+    spec = spec_of()
+    del component(spec, CONTROLLER)["configuration"]["properties"][SETTINGS_PROPERTY]
+    with pytest.raises(ClusterError, match=r"tarn\.settings"):
+        read_back(spec)
