@@ -170,7 +170,6 @@ def deploy(module):
             timeout=float(params["wait_timeout"]),
             token=desired.config.token if desired else None,
             controller_url=params.get("controller_url"),
-            drain_timeout=float(desired.config.drain_timeout_s + 60) if desired else 90.0,
             log=module.log,
         )
         actual = tarn_service.apply(cluster, name, plan, desired, options)

@@ -118,15 +118,8 @@ def scale(module):
     name = params["service_name"]
     cluster = connect(module)
     actual = tarn_service.existing(cluster.rm, name)
-    count = tarn_service.triton_count(actual)
-    current = tarn_service.with_bounds(actual, None, None)[1]
-    spec, bounds = tarn_service.with_bounds(actual, params["min_instances"], params["max_instances"])
-    rebound = bounds != current
-    target = params["count"] if params["count"] is not None else min(max(count, bounds[0]), bounds[1])
-    if target < 0:
-        raise tarn_service.ConfigError("--count: %d is negative; give 0 or more instances" % target)
-    actions = (["upgrade controller (bounds %d..%d)" % bounds] if rebound else [])
-    actions += ["flex triton to %d" % target] if target != count else []
+    steps = tarn_service.plan_scale(actual, params["count"], params["min_instances"], params["max_instances"])
+    actions = steps.actions()
     if actions and not module.check_mode:
         options = tarn_service.Options(
             wait=params["wait"],
@@ -134,25 +127,19 @@ def scale(module):
             log=module.log,
             token=read_token(params["token"] or None, params["token_file"] or None),
         )
-        if rebound:
-            cluster.rm.initiate_upgrade(spec)
-            tarn_service.rolling_upgrade(cluster.rm, name, spec["version"], options)
-        if target != count:
-            module.log(tarn_service.scale(cluster.rm, name, target, options))
-            if params["wait"]:
-                tarn_service.wait_ready(cluster.rm, name, target, options)
-        actual = cluster.rm.service(name)
+        actual = tarn_service.apply_scale(cluster.rm, name, steps, options)
     result = dict(
         changed=bool(actions),
         actions=actions,
-        count=target,
-        bounds=dict(min_instances=bounds[0], max_instances=bounds[1]),
+        count=steps.target,
+        bounds=dict(min_instances=steps.bounds[0], max_instances=steps.bounds[1]),
         instances=instances(actual),
     )
     if module._diff:
+        before = steps.bounds_before
         result["diff"] = dict(
-            before=dict(count=count, min_instances=current[0], max_instances=current[1]),
-            after=dict(count=target, min_instances=bounds[0], max_instances=bounds[1]),
+            before=dict(count=steps.count, min_instances=before[0], max_instances=before[1]),
+            after=dict(count=steps.target, min_instances=steps.bounds[0], max_instances=steps.bounds[1]),
         )
     return result
 

@@ -51,7 +51,8 @@ def argument_spec(name: str, flag: Flag) -> JSON:
         return {"type": "bool"}
     if flag.form == "repeat":
         return {"type": "dict"} if field_name == "env" else {"type": "list", "elements": "str"}
-    spec: JSON = {"type": {int: "int", float: "float"}.get(flag.type, "str")}
+    numbers: dict[Any, str] = {int: "int", float: "float"}
+    spec: JSON = {"type": numbers.get(flag.type, "str")}
     if name.endswith("_file"):
         spec["type"] = "path"
     if flag.choices:

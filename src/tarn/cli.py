@@ -129,8 +129,7 @@ def instances(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 
 def scale(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    if args.count < 0:
-        raise ConfigError(f"count: {args.count} is negative; give 0 or more instances")
+    service.check_count(args.count)
     token = read_token(args.token or environ.get("TARN_TOKEN"), args.token_file)
     options = service.Options(token=token, log=print)
     print(service.scale(cluster(args, environ).rm, args.service_name, args.count, options))

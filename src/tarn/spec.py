@@ -167,7 +167,9 @@ def read_back(service: JSON) -> Deployed:
             "service deployed by this version? Redeploy it with tarn submit or tarn_deploy"
         )
     settings = json.loads(text)
-    options = {k: tuple(v) if isinstance(v, list) else v for k, v in settings["options"].items()}
+    options: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in settings["options"].items()
+    }
     return Deployed(TarnConfig(**options), bool(settings["token_file"]), tuple(settings["rm_urls"]))
 
 

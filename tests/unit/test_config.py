@@ -7,9 +7,17 @@ from dataclasses import replace
 
 import pytest
 
-from tarn.stdlib.config import ConfigArgumentParser, TarnConfig, add_config_arguments, config_from_namespace, config_to_argv, parse_config, validate
-from tarn.stdlib.api_token import Secret
 from tarn.errors import ConfigError, TarnError
+from tarn.stdlib.api_token import Secret
+from tarn.stdlib.config import (
+    ConfigArgumentParser,
+    TarnConfig,
+    add_config_arguments,
+    config_from_namespace,
+    config_to_argv,
+    parse_config,
+    validate,
+)
 
 IMAGE = "nvcr.io/nvidia/tritonserver:24.09-py3"
 BASE = ["--model-repository", "hdfs:///user/models", "--image", IMAGE]

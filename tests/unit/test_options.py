@@ -152,7 +152,8 @@ def _doc_fragment() -> str:
 
 def _companions(name: str) -> dict[str, Any]:
     """Options a sample needs beside it to be valid."""
-    return {
+    needs: dict[str, dict[str, Any]] = {
         "docker_ports": {"docker_network": "bridge"},
         "anti_affinity": {"port_stride": 10},
-    }.get(name, {})
+    }
+    return needs.get(name, {})

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from tarn import service
-from tarn.stdlib.api_token import Secret
 from tarn.controller.server import Api, serve
+from tarn.spec import CONTROLLER, Artifacts, build_service_spec, component_of
+from tarn.stdlib.api_token import Secret
+from tarn.stdlib.config import TarnConfig
 
 from .test_controller_loop import FakeRm, make
 
@@ -30,10 +32,19 @@ class RmWithController(FakeRm):
         found = super().service(name)
         if self.am_port is not None:
             found["components"][0] |= {
-                "readiness_check": {"type": "HTTP", "properties": {"url": f"http://${{THIS_HOST}}:{self.am_port}/health"}},
+                "configuration": controller_configuration(self.am_port),
                 "containers": [{"hostname": "127.0.0.1", "ip": "127.0.0.1", "state": "READY"}],
             }  # fmt: skip
         return found
+
+
+def controller_configuration(am_port: int) -> dict[str, Any]:
+    """The controller's configuration as the spec builder writes it (the settings TARN reads back)."""
+    config = TarnConfig(
+        model_repository="hdfs:///models", runtime="process", am_port=am_port, drain_timeout_s=0
+    )
+    spec = build_service_spec(config, Artifacts(payload="hdfs:///t/tarn.pyz", launcher="hdfs:///t/l.pyz"))
+    return dict((component_of(spec, CONTROLLER) or {})["configuration"])
 
 
 @pytest.fixture

@@ -175,4 +175,4 @@ def no_controller(monkeypatch: pytest.MonkeyPatch) -> None:
         def __getattr__(self, name: str) -> Any:
             raise ClusterError(f"controller {self.url}: not reachable from unit tests")
 
-    monkeypatch.setattr(tarn_service, "Controller", Unreachable)
+    monkeypatch.setattr(tarn_service.drain, "ControllerClient", Unreachable)

@@ -54,7 +54,7 @@ def no_drain(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         def undrain(self, instance: str) -> None:
             pass
 
-    monkeypatch.setattr(tarn_service, "Controller", Controller)
+    monkeypatch.setattr(tarn_service.drain, "ControllerClient", Controller)
     return drained
 
 

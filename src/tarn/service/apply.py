@@ -1,0 +1,109 @@
+"""Carrying a :class:`~tarn.service.plan.Plan` out: create (upload, then submit; a refused submission
+removes the files), rolling upgrade, flex, start, stop, destroy (the service and its HDFS files)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.errors import ClusterError, ConfigError, TarnError
+from tarn.service.artifacts import Desired, artifact_dir
+from tarn.service.cluster import Cluster
+from tarn.service.options import Options
+from tarn.service.plan import Plan
+from tarn.service.upgrade import rolling_upgrade
+from tarn.service.wait import stopped, until, wait_ready
+from tarn.spec import TRITON
+
+JSON = dict[str, Any]
+
+
+def check_count(count: int) -> None:
+    if count < 0:
+        raise ConfigError(f"--count: {count} is negative; give 0 or more instances")
+
+
+def apply(cluster: Cluster, name: str, steps: Plan, desired: Desired | None, options: Options) -> JSON | None:
+    """Carry out ``steps``; the service as the RM shows it afterwards (None once destroyed)."""
+    rm = cluster.rm
+    if steps.destroy:
+        destroy(cluster, name)
+        return None
+    if steps.stop:
+        rm.set_state(name, "STOPPED")
+        if options.wait:
+            return until(rm, name, stopped, f"service {name}: STOPPED", options)
+        return rm.service(name)
+    if steps.create:
+        assert desired is not None
+        create(cluster, desired)
+        if options.wait:
+            wait_ready(rm, name, desired.config.min_instances, options)
+    if steps.start:
+        rm.set_state(name, "STARTED")
+    if steps.upgrade or steps.resume_upgrade:
+        assert desired is not None
+        if steps.upgrade:
+            upload(cluster, desired)
+            try:
+                rm.initiate_upgrade(desired.spec)
+            except ClusterError as exc:
+                if "upgrade is disabled" not in str(exc):
+                    raise
+                raise ClusterError(
+                    f"{exc} A spec change is applied by a YARN service upgrade: set "
+                    "yarn.service.upgrade.enabled=true in the RM's yarn-site.xml (role "
+                    "tarn.yarn.yarn_resourcemanager does) and restart the RM"
+                ) from exc
+            options.log(f"service {name}: upgrade to version {desired.spec['version']} initiated")
+        rolling_upgrade(rm, name, str(desired.spec["version"]), options)
+    if steps.flex_to is not None:
+        flex(rm, name, steps.flex_to)
+        if options.wait:
+            wait_ready(rm, name, steps.flex_to, options)
+    return rm.service(name)
+
+
+def upload(cluster: Cluster, desired: Desired) -> None:
+    cluster.hdfs.mkdirs(desired.directory, permission="700")
+    for path, data in desired.uploads.items():
+        cluster.hdfs.write(path, data, permission="600")
+
+
+def create(cluster: Cluster, desired: Desired) -> JSON:
+    """Upload the service's files, then submit it; a refused submission removes the files again."""
+    name = desired.config.service_name
+    if cluster.rm.service(name) is not None:
+        raise ClusterError(
+            f"--service-name: service {name!r} already exists; use `tarn scale`, or `tarn destroy` it first"
+        )
+    try:
+        upload(cluster, desired)
+        return cluster.rm.create_service(desired.spec)
+    except (TarnError, OSError):
+        cluster.hdfs.delete(desired.directory, recursive=True)  # nothing half-deployed
+        raise
+
+
+def existing(rm: ResourceManager, name: str) -> JSON:
+    service = rm.service(name)
+    if service is None:
+        raise ClusterError(f"--service-name: no service {name!r}; submit it with `tarn submit`")
+    return service
+
+
+def flex(rm: ResourceManager, name: str, count: int) -> JSON:
+    check_count(count)
+    return rm.flex(name, TRITON, count)
+
+
+def stop(rm: ResourceManager, name: str) -> JSON:
+    existing(rm, name)
+    return rm.set_state(name, "STOPPED")
+
+
+def destroy(cluster: Cluster, name: str) -> bool:
+    """Remove the service and its HDFS files; False when there was neither."""
+    removed = cluster.rm.destroy(name)
+    deleted = cluster.hdfs.delete(artifact_dir(cluster.user, name), recursive=True)
+    return removed or deleted

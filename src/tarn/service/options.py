@@ -1,0 +1,20 @@
+"""How the life cycle acts: waits, progress, and the token a drain is asked with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tarn.stdlib.api_token import Secret
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Options:
+    wait: bool = True
+    timeout: float = 600.0  # for each wait (submission to READY, one instance's upgrade, …)
+    token: Secret | None = None  # the controller's API token, to drain instances
+    controller_url: str | None = None  # default: the controller container's host and --am-port
+    log: Log = field(default=lambda text: None)
+    poll: float = 2.0

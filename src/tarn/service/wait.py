@@ -1,0 +1,91 @@
+"""Waiting on the RM: named predicates over its service JSON, and the one waiter that polls them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.errors import ClusterError
+from tarn.service.options import Options
+from tarn.spec import CONTROLLER, TRITON, component_of
+
+JSON = dict[str, Any]
+Predicate = Callable[[JSON], bool]
+
+STOPPED_STATES = frozenset({"STOPPED", "FAILED", "SUCCEEDED"})
+UPGRADING_STATES = frozenset({"UPGRADING", "UPGRADING_AUTO_FINALIZE", "EXPRESS_UPGRADING"})
+
+
+# ---- predicates (pure)
+
+
+def stopped(service: JSON) -> bool:
+    return str(service.get("state")) in STOPPED_STATES
+
+
+def upgrading(service: JSON) -> bool:
+    """An upgrade is under way: YARN says so, or some instance waits for its upgrade."""
+    return str(service.get("state")) in UPGRADING_STATES or bool(needing_upgrade(service, TRITON, CONTROLLER))
+
+
+def finalized(version: str) -> Predicate:
+    return lambda service: service.get("version") == version and service.get("state") == "STABLE"
+
+
+def instance_ready(component: str, instance: str) -> Predicate:
+    return lambda service: instance_state(service, component, instance) == "READY"
+
+
+def ready(count: int) -> Predicate:
+    """``count`` Triton instances and the controller are READY."""
+
+    def test(service: JSON) -> bool:
+        triton = [c for c in containers(service, TRITON) if c.get("state") == "READY"]
+        controller = containers(service, CONTROLLER)
+        return (
+            len(triton) >= count and bool(controller) and all(c.get("state") == "READY" for c in controller)
+        )
+
+    return test
+
+
+def containers(service: JSON, component: str) -> list[JSON]:
+    return list((component_of(service, component) or {}).get("containers") or [])
+
+
+def needing_upgrade(service: JSON, *components: str) -> list[str]:
+    """Instances YARN marks NEEDS_UPGRADE, in component order, then by name."""
+    return [
+        str(c["component_instance_name"])
+        for name in components
+        for c in sorted(containers(service, name), key=lambda c: str(c["component_instance_name"]))
+        if c.get("state") == "NEEDS_UPGRADE"
+    ]
+
+
+def instance_state(service: JSON, component: str, instance: str) -> str | None:
+    found = [c for c in containers(service, component) if c.get("component_instance_name") == instance]
+    return str(found[0].get("state")) if found else None
+
+
+# ---- the waiter
+
+
+def until(rm: ResourceManager, name: str, test: Predicate, what: str, options: Options) -> JSON:
+    """The service once ``test`` holds for it; ClusterError after ``options.timeout``."""
+    deadline = time.monotonic() + options.timeout
+    while True:
+        service = rm.service(name)
+        if service is not None and test(service):
+            return service
+        if time.monotonic() > deadline:
+            raise ClusterError(f"timed out after {options.timeout:.0f} s waiting for {what}")
+        time.sleep(options.poll)
+
+
+def wait_ready(rm: ResourceManager, name: str, count: int, options: Options) -> JSON:
+    return until(
+        rm, name, ready(count), f"service {name}: {count} READY Triton instances and the controller", options
+    )
