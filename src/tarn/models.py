@@ -8,7 +8,6 @@ nothing is downloaded. Where HDFS gives no checksum that can be recomputed, the 
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from tarn.clients.webhdfs import WebHdfs
 from tarn.errors import ClusterError, ConfigError
 from tarn.launcher.staging import RemoteFile, content_check
 from tarn.launcher.webhdfs import FileStatus, checksum_block_size, file_md5md5crc
-from tarn.spec import TRITON
+from tarn.spec import TRITON, component_of, read_back
 
 JSON = dict[str, Any]
 Action = Literal["create", "update", "delete", "unchanged"]
@@ -102,27 +101,14 @@ class Endpoint:
 
 
 def triton_endpoints(service: JSON) -> list[Endpoint]:
-    """Each READY Triton instance's host and HTTP port (port + index x --port-stride)."""
-    component = next((c for c in service.get("components", []) if c.get("name") == TRITON), None)
-    if component is None:
-        return []
-    words = shlex.split(str(component.get("launch_command", "")))
-    port = int(_flag(words, "--port") or 8000)
-    stride = int(_flag(words, "--port-stride") or 0)
-    found = []
-    for container in component.get("containers") or []:
-        if container.get("state") != "READY":
-            continue
-        name = str(container.get("component_instance_name"))
-        index = int(name.rsplit("-", 1)[-1]) if name.rsplit("-", 1)[-1].isdigit() else 0
-        found.append(
-            Endpoint(name, str(container.get("hostname") or container.get("ip")), port + index * stride)
-        )
+    """Each READY Triton instance's host and HTTP port (the ports the service was deployed with)."""
+    deployed = read_back(service)
+    found = [
+        Endpoint(name, str(c.get("hostname") or c.get("ip")), deployed.instance_port(name))
+        for c in (component_of(service, TRITON) or {}).get("containers") or []
+        if c.get("state") == "READY" and (name := str(c.get("component_instance_name")))
+    ]
     return sorted(found, key=lambda e: e.instance)
-
-
-def _flag(words: list[str], flag: str) -> str | None:
-    return words[words.index(flag) + 1] if flag in words[:-1] else None
 
 
 def model_files(model_dir: Path) -> dict[str, bytes]:
