@@ -16,7 +16,7 @@ export TARN_HADOOP_ARCHIVE := $(BUILD)/hadoop/hadoop-$(HADOOP_VERSION).tar.gz
 export MOLECULE_NO_LOG := false
 
 .PHONY: help deps image dist lab lab-nodes lab-site lab-job lab-down test lint sanity unit \
-        integration molecule-production molecule-lab bench
+        integration molecule-production molecule-lab bench generate
 
 help:
 	@echo "make lab      bring the lab up (podman nodes + site.yml) and run TARN's main job"
@@ -66,11 +66,16 @@ lab-down:
 test: lint unit integration molecule-production molecule-lab
 
 lint: deps
+	python -m tarn.ansible_options --check
 	ruff check src tests lab bench molecule examples
 	ruff format --check src tests lab bench molecule examples
 	mypy
 	ansible-lint
 	$(MAKE) sanity
+
+# The modules' service options and their doc fragment, from tarn.stdlib.config's declaration.
+generate: deps
+	python -m tarn.ansible_options
 
 # ansible-test fetches get-pip from a host outside the reachable registries; it uses a cached
 # copy first, so give it one that bootstraps pip with ensurepip (pip itself comes from PyPI).
