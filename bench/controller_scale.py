@@ -22,9 +22,9 @@ from typing import Any
 
 import requests
 
-from tarn.stdlib.config import TarnConfig
-from tarn.controller.loop import Controller
+from tarn.controller.loop import ControlLoop
 from tarn.controller.observe import Scraper
+from tarn.stdlib.config import TarnConfig
 
 METRICS_TEMPLATE = """\
 # HELP nv_inference_request_success Number of successful inference requests, all batch sizes
@@ -176,10 +176,10 @@ def rss_mib() -> float:
 cpu_per_tick: dict[int, float] = {}  # the controller process's own CPU seconds per tick
 
 
-def tick_times(port: int, instances: int, ticks: int) -> tuple[list[float], list[int], Controller]:
+def tick_times(port: int, instances: int, ticks: int) -> tuple[list[float], list[int], ControlLoop]:
     """Tick durations and how many instances each tick read (a scrape past the deadline is not)."""
     rm = ScriptedRm(instances)
-    controller = Controller(config(port, instances, 2.0), rm, None, Scraper(workers=32))
+    controller = ControlLoop(config(port, instances, 2.0), rm, None, Scraper(workers=32))
     times: list[float] = []
     read: list[int] = []
     cpu_before = time.process_time()
@@ -195,7 +195,7 @@ def tick_times(port: int, instances: int, ticks: int) -> tuple[list[float], list
 def load_step_to_decision(port: int, tick: float) -> float:
     """Load steps from 0 to 8 in flight per instance; seconds until the controller flexes up."""
     rm = ScriptedRm(1)
-    controller = Controller(config(port, 1, tick), rm, None, Scraper(workers=4))
+    controller = ControlLoop(config(port, 1, tick), rm, None, Scraper(workers=4))
     stop = threading.Event()
     loop = threading.Thread(target=controller.run, args=(stop,), daemon=True)
     requests.get(f"http://127.0.0.1:{port}/control/inflight/0", timeout=5)

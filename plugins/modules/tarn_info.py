@@ -127,12 +127,12 @@ def info(module):
     url = params["controller_url"] or tarn_service.controller_url(actual)
     result.update(state=actual.get("state"), service=tarn_service.summary(actual), controller_url=url)
     if url:
-        from tarn.clients.controller import Controller, load_summary
+        from tarn.clients.controller import ControllerClient, load_summary
         from tarn.stdlib.api_token import Secret
 
         token = Secret(params["token"]) if params["token"] else None
         try:
-            seen = Controller(url, token).instances().get("instances", [])
+            seen = ControllerClient(url, token).instances().get("instances", [])
         except TarnError as exc:
             result["controller_error"] = str(exc)
         else:

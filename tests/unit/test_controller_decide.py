@@ -11,9 +11,9 @@ from tarn.controller.decide import (
     Policy,
     ScalerState,
     decide,
-    instance_number,
     pick_victims,
 )
+from tarn.spec import instance_number
 
 POLICY = Policy(
     scale_up=0.8, scale_down=0.2, min_instances=1, max_instances=6, cooldown_s=60, up_ticks=2, down_ticks=3

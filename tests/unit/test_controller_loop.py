@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tarn.stdlib.config import TarnConfig, validate
-from tarn.stdlib.api_token import Secret
-from tarn.controller.loop import Controller
+from tarn.controller.loop import ControlLoop
 from tarn.controller.observe import Container, Scrape
 from tarn.controller.server import SECURITY_HEADERS, Api, serve
 from tarn.controller.signals import TritonSample
+from tarn.stdlib.api_token import Secret
+from tarn.stdlib.config import TarnConfig, validate
 
 TOKEN = "t0k3n-Secret"  # noqa: S105 - a test token
 
@@ -94,7 +94,7 @@ class FakeScraper:
 
 @dataclass
 class Lab:
-    controller: Controller
+    controller: ControlLoop
     rm: FakeRm
     scraper: FakeScraper
     clock: list[float]
@@ -119,7 +119,7 @@ def make(instances: int = 2, **overrides: Any) -> Lab:
     config = validate(TarnConfig(**{**settings, **overrides}))
     clock = [0.0]
     rm, scraper = FakeRm(instances), FakeScraper(clock)
-    controller = Controller(config, rm, None, scraper, clock=lambda: clock[0], wall=lambda: 1.7e9 + clock[0])
+    controller = ControlLoop(config, rm, None, scraper, clock=lambda: clock[0], wall=lambda: 1.7e9 + clock[0])
     return Lab(controller, rm, scraper, clock)
 
 

@@ -11,14 +11,14 @@ from typing import Any
 
 import requests
 
-from tarn.stdlib.api_token import Secret
 from tarn.errors import ClusterError
+from tarn.stdlib.api_token import Secret
 
 JSON = dict[str, Any]
 TOKEN_HEADER = "X-TARN-Token"  # noqa: S105 - the header's name
 
 
-class Controller:
+class ControllerClient:
     def __init__(self, url: str, token: Secret | None = None, timeout: float = 10.0) -> None:
         self._url = url.rstrip("/")
         self._headers = {TOKEN_HEADER: token.reveal()} if token is not None else {}

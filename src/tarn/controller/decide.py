@@ -19,19 +19,32 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from tarn.spec import instance_number
+from tarn.stdlib.config import TarnConfig, default_of
 
 Direction = Literal["up", "down", "hold"]
 
 
 @dataclass(frozen=True)
 class Policy:
-    scale_up: float = 0.8
-    scale_down: float = 0.2
-    min_instances: int = 1
-    max_instances: int = 4
-    cooldown_s: float = 60.0
+    """The scaling options (defaults: the declared ones) and the breach lengths (controller only)."""
+
+    scale_up: float = default_of("scale_up")
+    scale_down: float = default_of("scale_down")
+    min_instances: int = default_of("min_instances")
+    max_instances: int = default_of("max_instances")
+    cooldown_s: float = default_of("cooldown_ms") / 1000
     up_ticks: int = 2
     down_ticks: int = 5
+
+    @classmethod
+    def from_config(cls, config: TarnConfig) -> Policy:
+        return cls(
+            scale_up=config.scale_up,
+            scale_down=config.scale_down,
+            min_instances=config.min_instances,
+            max_instances=config.max_instances,
+            cooldown_s=config.cooldown_ms / 1000,
+        )
 
     @property
     def midpoint(self) -> float:

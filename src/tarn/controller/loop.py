@@ -162,7 +162,7 @@ def drain_finished(drain: Drain, now: float, last_activity: float, grace_s: floa
     return now - drain.started >= grace_s and now - max(last_activity, drain.started) >= grace_s
 
 
-class Controller:
+class ControlLoop:
     def __init__(
         self,
         config: TarnConfig,
@@ -183,13 +183,7 @@ class Controller:
         self._concurrency = config.concurrency_per_instance
         self._clock = clock
         self._wall = wall
-        self.policy = Policy(
-            scale_up=config.scale_up,
-            scale_down=config.scale_down,
-            min_instances=config.min_instances,
-            max_instances=config.max_instances,
-            cooldown_s=config.cooldown_ms / 1000,
-        )
+        self.policy = Policy.from_config(config)
         self._scaler = ScalerState(last_change_at=clock())  # a (re)started controller waits a cooldown
         self._tracked: dict[str, Tracked] = {}
         self._drains: dict[str, Drain] = {}  # by instance name

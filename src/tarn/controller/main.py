@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from types import FrameType
 
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.controller.loop import Controller
+from tarn.controller.loop import ControlLoop
 from tarn.controller.observe import Scraper
 from tarn.controller.registry import Registry
 from tarn.controller.server import Api, serve
@@ -40,7 +40,7 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     else:
         log.warning("no --zk-ensemble: instances are listed by /instances only")
     scraper = Scraper(timeout=min(1.0, config.tick_seconds / 2))
-    controller = Controller(config, rm, registry, scraper)
+    controller = ControlLoop(config, rm, registry, scraper)
     api = Api(controller, read_token(config.token, config.token_file))
     if api.token is None:
         log.warning("no --token: the API answers anyone who can reach it")

@@ -14,14 +14,14 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from tarn.controller.loop import Controller, Snapshot
+from tarn.controller.loop import ControlLoop, Snapshot
 
 INSTANCE_LABELS = ["instance", "container", "host"]
 
 
 class SnapshotCollector(Collector):
     def __init__(
-        self, controller: Controller, api_requests: Callable[[], dict[tuple[str, str], int]]
+        self, controller: ControlLoop, api_requests: Callable[[], dict[tuple[str, str], int]]
     ) -> None:
         self._controller = controller
         self._api_requests = api_requests
@@ -114,7 +114,7 @@ def _per_gpu(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
 
 
 def metrics_registry(
-    controller: Controller, api_requests: Callable[[], dict[tuple[str, str], int]]
+    controller: ControlLoop, api_requests: Callable[[], dict[tuple[str, str], int]]
 ) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(controller, api_requests))

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tarn.controller.dashboard import render_dashboard
-from tarn.controller.loop import Controller
+from tarn.controller.loop import ControlLoop
 from tarn.controller.metrics import metrics_registry, render
 from tarn.stdlib.api_token import Secret
 
@@ -78,7 +78,7 @@ def parse_query(raw: str, allowed: set[str]) -> dict[str, str]:
     return {k: v[0] for k, v in parsed.items()}
 
 
-def instances_body(controller: Controller, as_text: bool) -> tuple[str, bytes]:
+def instances_body(controller: ControlLoop, as_text: bool) -> tuple[str, bytes]:
     snap = controller.snapshot
     if as_text:
         lines = sorted(f"{i.ip}:{i.http_port}" for i in snap.serving())
@@ -95,7 +95,7 @@ def instances_body(controller: Controller, as_text: bool) -> tuple[str, bytes]:
 class Api:
     """Routing and accounting, shared by every handler thread."""
 
-    def __init__(self, controller: Controller, token: Secret | None) -> None:
+    def __init__(self, controller: ControlLoop, token: Secret | None) -> None:
         self.controller = controller
         self.token = token
         self._counts: dict[tuple[str, str], int] = {}
@@ -200,13 +200,13 @@ def _method_not_allowed() -> tuple[int, str, bytes]:
     return _json(405, {"error": "method not allowed"})
 
 
-def _health(controller: Controller) -> tuple[int, str, bytes]:
+def _health(controller: ControlLoop) -> tuple[int, str, bytes]:
     snap = controller.snapshot
     age = round(time.time() - snap.at, 1) if snap.at else None
     return _json(200, {"status": "ok", "last_tick_age_s": age})
 
 
-def _instances(controller: Controller, query: dict[str, str], headers: Any) -> tuple[int, str, bytes]:
+def _instances(controller: ControlLoop, query: dict[str, str], headers: Any) -> tuple[int, str, bytes]:
     wanted = query.get("format")
     if wanted not in (None, "json", "text"):
         raise BadRequest(f"format={wanted!r}: use json or text")
@@ -215,11 +215,11 @@ def _instances(controller: Controller, query: dict[str, str], headers: Any) -> t
     return 200, content_type, body
 
 
-def _dashboard(controller: Controller) -> tuple[int, str, bytes]:
+def _dashboard(controller: ControlLoop) -> tuple[int, str, bytes]:
     return 200, "text/html; charset=utf-8", render_dashboard(controller.snapshot).encode()
 
 
-def _drain(controller: Controller, name: str, query: dict[str, str]) -> tuple[int, str, bytes]:
+def _drain(controller: ControlLoop, name: str, query: dict[str, str]) -> tuple[int, str, bytes]:
     wait = query.get("wait", "true")
     if wait not in ("true", "false"):
         raise BadRequest(f"wait={wait!r}: use true or false")
@@ -231,7 +231,7 @@ def _drain(controller: Controller, name: str, query: dict[str, str]) -> tuple[in
     return _json(200, {"instance": name, "drained": controller.drained(name)})
 
 
-def _undrain(controller: Controller, name: str) -> tuple[int, str, bytes]:
+def _undrain(controller: ControlLoop, name: str) -> tuple[int, str, bytes]:
     if not controller.undrain(name):
         return _json(404, {"error": f"{name} is not drained by an operator"})
     return _json(200, {"instance": name, "drained": False})

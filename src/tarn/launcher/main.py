@@ -23,28 +23,27 @@ from tarn.launcher.hadoop_site import namenode_http_url, read_properties
 from tarn.launcher.secrets import keystore_password, load_environment_from_jceks
 from tarn.launcher.staging import StagingError, resolve_repository
 from tarn.launcher.webhdfs import SimpleAuth, WebHdfsClient, namenode_location
+from tarn.stdlib.config import LAUNCHER_OPTIONS, add_config_arguments, config_from_namespace
 
 log = logging.getLogger("tarn.launcher")
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The launcher's subset of the TARN options (declared once, in tarn.stdlib.config), then its own."""
     parser = argparse.ArgumentParser(prog="tarn-launcher", description="stage models, then exec tritonserver")
-    parser.add_argument("--model-repository", required=True)
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--grpc-port", type=int, default=8001)
-    parser.add_argument("--metrics-port", type=int, default=8002)
-    parser.add_argument("--address", default="0.0.0.0")  # noqa: S104 - Triton serves the cluster
-    parser.add_argument("--tp", type=int, default=1)
-    parser.add_argument("--pp", type=int, default=1)
-    parser.add_argument("--secrets", help="JCEKS keystore file")
+    add_config_arguments(parser, only=LAUNCHER_OPTIONS)
     parser.add_argument("--secrets-password-file", help="file holding the keystore password")
-    parser.add_argument("--port-stride", type=int, default=0)
     parser.add_argument("--instance-id", type=int, default=0)
     parser.add_argument("--webhdfs-url", help="NameNode HTTP URL (default: from $HADOOP_CONF_DIR)")
     parser.add_argument("--cache-dir", help="node-local model cache (default: in $LOCAL_DIRS)")
     parser.add_argument("--tritonserver", default="tritonserver")
     parser.add_argument("--download-workers", type=int, default=4)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if not args.model_repository:
+        parser.error("--model-repository is required")
+    config = config_from_namespace(args, {})  # the declared defaults of what was left out
+    vars(args).update({name: getattr(config, name) for name in LAUNCHER_OPTIONS})
+    return args
 
 
 # ---- decisions (pure)

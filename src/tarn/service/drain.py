@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tarn.clients.controller import Controller as ControllerClient  # TEMP until the rename lands
+from tarn.clients.controller import ControllerClient
 from tarn.errors import ClusterError
 from tarn.service.options import Options
 from tarn.service.report import controller_url

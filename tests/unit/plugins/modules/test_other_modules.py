@@ -76,7 +76,7 @@ def test_info(run_module, monkeypatch: pytest.MonkeyPatch, existing, answer, exi
             raise ClusterError("controller GET /instances: ConnectionError")
         return dict(answer)
 
-    monkeypatch.setattr(controller.Controller, "instances", instances)
+    monkeypatch.setattr(controller.ControllerClient, "instances", instances)
     result = run_module(tarn_info, {**CONNECTION, "token": "t0k3n"}, FakeRM(existing))
     assert result["exists"] is exists
     assert result["changed"] is False

@@ -1,0 +1,1 @@
+"""Standard library only: placeholder, see the layout docs."""

@@ -1,0 +1,88 @@
+"""The folder layout's rules, enforced: what the launcher zipapp ships imports the standard library
+only, and the controller does not import the life cycle or the zipapp builder."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from tarn import payload
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+# What tarn-launcher.pyz ships: it runs in a stock Triton image, before anything is installed.
+STDLIB_ONLY = [SRC / "tarn" / "errors.py", *sorted((SRC / "tarn" / "stdlib").rglob("*.py"))]
+STDLIB_ONLY += sorted((SRC / "tarn" / "launcher").rglob("*.py"))
+CONTROLLER = sorted((SRC / "tarn" / "controller").rglob("*.py"))
+SHIPPED = ("tarn.stdlib", "tarn.launcher", "tarn.errors")
+FORBIDDEN_IN_CONTROLLER = ("tarn.payload", "tarn.service", "tarn.ansible_options")
+
+
+def imported(source: str) -> set[str]:
+    """Every module a source imports, absolute names (relative imports are not used in tarn)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
+
+
+def outside_the_standard_library(source: str) -> set[str]:
+    return {
+        name
+        for name in imported(source)
+        if name.split(".")[0] not in sys.stdlib_module_names | {"__future__"}
+        and not any(name == ok or name.startswith(ok + ".") for ok in SHIPPED)
+    }
+
+
+def forbidden_in_controller(source: str) -> set[str]:
+    return {
+        name
+        for name in imported(source)
+        if any(name == bad or name.startswith(bad + ".") for bad in FORBIDDEN_IN_CONTROLLER)
+    }
+
+
+@pytest.mark.parametrize("path", STDLIB_ONLY, ids=lambda p: str(p.relative_to(SRC)))
+def test_the_launcher_zipapp_imports_the_standard_library_only(path: Path) -> None:
+    assert outside_the_standard_library(path.read_text()) == set()
+
+
+@pytest.mark.parametrize("path", CONTROLLER, ids=lambda p: str(p.relative_to(SRC)))
+def test_the_controller_imports_no_life_cycle_and_no_zipapp_code(path: Path) -> None:
+    assert forbidden_in_controller(path.read_text()) == set()
+
+
+def test_the_zipapp_ships_exactly_the_standard_library_part(tmp_path: Path) -> None:
+    import io
+    import zipfile
+
+    names = set(zipfile.ZipFile(io.BytesIO(payload.launcher_zipapp())).namelist()) - {"__main__.py"}
+    shipped = {str(p.relative_to(SRC)) for p in STDLIB_ONLY} | {"tarn/__init__.py"}
+    assert names == shipped
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ("import requests", {"requests"}),
+        ("from kazoo.client import KazooClient", {"kazoo.client", "kazoo.client.KazooClient"}),
+        ("from tarn.clients.triton import Triton", {"tarn.clients.triton", "tarn.clients.triton.Triton"}),
+        ("from tarn import service", {"tarn", "tarn.service"}),
+        ("import json, urllib.request\nfrom tarn.stdlib.config import TarnConfig", set()),
+    ],
+)
+def test_the_rule_catches_a_violation(source: str, found: set[str]) -> None:
+    assert outside_the_standard_library(source) == found
+
+
+def test_the_controller_rule_catches_a_violation() -> None:
+    assert forbidden_in_controller("from tarn import payload") == {"tarn.payload"}
+    assert forbidden_in_controller("from tarn.service.artifacts import desired_service")
+    assert not forbidden_in_controller("from tarn.spec import TRITON")
