@@ -109,7 +109,8 @@ class Flag:
 
 def option(default: Any, *names: str, hidden: bool = False, **flag: Any) -> Any:
     """A :class:`TarnConfig` field declared with its flag (``hidden``: kept out of repr)."""
-    return field(default=default, repr=not hidden, metadata={"flag": Flag(names, **flag)})
+    # A field specifier (dataclass_transform style), used only inside TarnConfig's body.
+    return field(default=default, repr=not hidden, metadata={"flag": Flag(names, **flag)})  # pylint: disable=invalid-field-call
 
 
 @dataclass(frozen=True)
@@ -426,15 +427,6 @@ def add_config_arguments(parser: argparse.ArgumentParser, only: Iterable[str] | 
         groups[flag.group].add_argument(*flag.names, **kwargs)
 
 
-# How some options turn their command-line words into the config's value.
-_CONVERT: dict[str, Callable[[Any], Any]] = {
-    "token": Secret,
-    "env": lambda items: parse_env(items),
-    "docker_mounts": lambda items: parse_docker_mounts(items),
-    "docker_ports": lambda items: _split_commas(items),
-}
-
-
 def config_from_namespace(namespace: argparse.Namespace, environ: Mapping[str, str]) -> TarnConfig:
     """The config a parsed namespace describes, with the environment fallbacks; not yet validated.
     Options the parser did not declare (a subset, as the launcher's) keep their defaults."""
@@ -520,6 +512,15 @@ def flag_words(flag: Flag, value: Any) -> list[str]:
 
 def _split_commas(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(part for item in items for part in item.split(",") if part)
+
+
+# How some options turn their command-line words into the config's value.
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    "token": Secret,
+    "env": parse_env,
+    "docker_mounts": parse_docker_mounts,
+    "docker_ports": _split_commas,
+}
 
 
 def _env_bool(name: str, environ: Mapping[str, str]) -> bool:
