@@ -7,7 +7,7 @@ SHELL := /bin/bash
 HADOOP_VERSION := $(shell sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' lab/hadoop-dist/pom.xml)
 VENV    := $(CURDIR)/.venv
 BUILD   := $(CURDIR)/build
-APT_PACKAGES := podman runc debootstrap netavark aardvark-dns fuse-overlayfs rsync shellcheck git chromium haproxy socat zookeeper
+APT_PACKAGES := podman runc debootstrap netavark iptables aardvark-dns fuse-overlayfs rsync shellcheck git chromium haproxy socat zookeeper
 
 export PATH := $(VENV)/bin:$(PATH)
 export CONTAINERS_CONF := $(CURDIR)/lab/containers.conf
