@@ -1,10 +1,9 @@
-"""Triton's metrics text → samples → load; the registry plan; when a drain is over."""
+"""Triton's metrics text → samples → load; the registry plan."""
 
 from __future__ import annotations
 
 import pytest
 
-from tarn.controller.loop import Drain, drain_finished
 from tarn.controller.registry import Present, RegistryPlan, plan_registry, znode_data
 from tarn.controller.signals import TritonSample, instance_load, parse_triton_metrics
 
@@ -115,18 +114,3 @@ def test_registry_plan_is_empty_when_in_sync() -> None:
 
 def test_znode_data_is_canonical_json() -> None:
     assert znode_data({"b": 1, "a": "x"}) == b'{"a":"x","b":1}'
-
-
-@pytest.mark.parametrize(
-    ("started", "last_activity", "now", "finished"),
-    [
-        (0.0, 0.0, 1.0, False),  # within the grace period
-        (0.0, 0.0, 2.5, True),  # idle since the drain began, grace over
-        (0.0, 2.0, 3.0, False),  # a request completed 1 s ago
-        (0.0, 2.0, 4.5, True),
-        (0.0, 29.9, 30.0, True),  # busy, but the bound is reached
-    ],
-)
-def test_drain_finished(started: float, last_activity: float, now: float, finished: bool) -> None:
-    drain = Drain(started=started, remove=True)
-    assert drain_finished(drain, now, last_activity, grace_s=2.0, timeout_s=30.0) is finished

@@ -25,6 +25,17 @@ from tarn.controller.decide import (
     decide,
     pick_victims,
 )
+from tarn.controller.drain import (
+    Drain,
+    DrainPolicy,
+    Request,
+    Seen,
+    begin_removal,
+    operator_drained,
+    removed,
+    removing,
+    step,
+)
 from tarn.controller.observe import Container, Scrape, containers_of
 from tarn.controller.registry import RegistryPlan, znode_data
 from tarn.controller.signals import Gpu, Load, TritonSample, instance_load
@@ -36,6 +47,7 @@ log = logging.getLogger("tarn.controller")
 
 JSON = dict[str, Any]
 MODELS_REFRESH_S = 30.0
+NO_SCRAPE = Scrape(False, None, None, "no address")
 
 
 class ServiceApi(Protocol):
@@ -114,25 +126,21 @@ class Snapshot:
     zookeeper: str = "off"
     problems: tuple[str, ...] = ()
     tick_seconds: float = 0.0
+    drains: dict[str, Drain] = field(default_factory=dict)  # the loop's own, never changed after publishing
 
     @property
     def running(self) -> int:
         return len(self.instances)
 
+    def names(self) -> set[str]:
+        return {i.instance for i in self.instances}
+
+    def drained(self, instance: str) -> bool:
+        found = self.drains.get(instance)
+        return bool(found and found.done)
+
     def serving(self) -> list[InstanceView]:
         return [i for i in self.instances if i.registered]
-
-
-@dataclass
-class Drain:
-    """An instance taken out of discovery. ``remove``: decommission it once idle (scale-down);
-    otherwise (an operator's drain, e.g. for an upgrade) it stays out until undrained or restarted."""
-
-    started: float
-    remove: bool
-    idle_since: float | None = None
-    saw_unready: bool = False
-    done: bool = False
 
 
 @dataclass
@@ -154,14 +162,6 @@ class Counters:
     ticks: int = 0
 
 
-def drain_finished(drain: Drain, now: float, last_activity: float, grace_s: float, timeout_s: float) -> bool:
-    """Idle long enough: no request completed or queued since the grace period began (clients and
-    load balancers need that long to notice the deregistration), or the bound is reached."""
-    if now - drain.started >= timeout_s:
-        return True
-    return now - drain.started >= grace_s and now - max(last_activity, drain.started) >= grace_s
-
-
 class ControlLoop:
     def __init__(
         self,
@@ -177,19 +177,22 @@ class ControlLoop:
         self._registry = registry
         self._scraper = scraper
         self.tick_s = config.tick_seconds
-        self._drain_timeout_s = float(config.drain_timeout_s)
-        # Clients and load balancers need a moment to see a deregistration before idle means idle.
-        self._drain_grace_s = max(2 * self.tick_s, 2.0)
+        self._drain_policy = DrainPolicy.from_config(config)
         self._concurrency = config.concurrency_per_instance
         self._clock = clock
         self._wall = wall
         self.policy = Policy.from_config(config)
         self._scaler = ScalerState(last_change_at=clock())  # a (re)started controller waits a cooldown
         self._tracked: dict[str, Tracked] = {}
-        self._drains: dict[str, Drain] = {}  # by instance name
+        self._drains: dict[str, Drain] = {}  # by instance name; the loop thread's alone
+        self._idle_removals: tuple[str, ...] = ()  # this tick's drained victims, to decommission
         self._history: deque[ScalingEvent] = deque(maxlen=50)
         self.counters = Counters()
+        # The API threads share two things with the loop: the published snapshot and the queue of
+        # operator requests the next tick applies.
         self._lock = threading.Lock()
+        self._published = threading.Condition(self._lock)
+        self._requests: list[Request] = []
         self._snapshot = Snapshot(service=config.service_name)
 
     # ---- what the API reads
@@ -199,27 +202,29 @@ class ControlLoop:
             return self._snapshot
 
     def drain(self, instance: str) -> bool:
-        """An operator's drain; False when no such instance runs."""
+        """Queue an operator's drain; False when no such instance runs."""
         with self._lock:
-            if instance not in {i.instance for i in self._snapshot.instances}:
+            if instance not in self._snapshot.names():
                 return False
-            if instance not in self._drains:
-                self._drains[instance] = Drain(started=self._clock(), remove=False)
-                self.counters.drains += 1
+            self._requests.append(Request(instance, self._clock()))
             return True
 
     def drained(self, instance: str) -> bool:
-        with self._lock:
-            found = self._drains.get(instance)
-            return bool(found and found.done)
+        return self.snapshot.drained(instance)
 
     def undrain(self, instance: str) -> bool:
+        """Queue an undrain; False when the instance is not (about to be) under an operator's drain."""
         with self._lock:
-            found = self._drains.get(instance)
-            if found is None or found.remove:
+            snap = self._snapshot
+            if instance not in operator_drained(snap.drains, self._requests, snap.names()):
                 return False
-            del self._drains[instance]
+            self._requests.append(Request(instance, self._clock(), drain=False))
             return True
+
+    def wait_for(self, done: Callable[[Snapshot], bool], timeout: float) -> bool:
+        """Block until a published snapshot satisfies ``done`` (or ``timeout`` seconds pass)."""
+        with self._published:
+            return self._published.wait_for(lambda: done(self._snapshot), timeout)
 
     # ---- the loop
     def run(self, stop: threading.Event) -> None:
@@ -246,6 +251,7 @@ class ControlLoop:
                 state="UNKNOWN" if problems else "NOT FOUND",
                 history=tuple(self._history),
                 problems=tuple(problems) or ("the service is not known to the ResourceManager",),
+                drains=dict(self._drains),
             )
             return self._publish(snapshot)
 
@@ -277,13 +283,15 @@ class ControlLoop:
             zookeeper=zookeeper,
             problems=tuple(problems),
             tick_seconds=self._clock() - began,
+            drains=dict(self._drains),
         )
         self.counters.ticks += 1
         return self._publish(snapshot)
 
     def _publish(self, snapshot: Snapshot) -> Snapshot:
-        with self._lock:
+        with self._published:
             self._snapshot = snapshot
+            self._published.notify_all()
         return snapshot
 
     # ---- observe: from containers and scrapes to views
@@ -292,16 +300,16 @@ class ControlLoop:
     ) -> list[InstanceView]:
         live = {c.container_id for c in containers}
         self._tracked = {k: v for k, v in self._tracked.items() if k in live}
-        names = {c.instance for c in containers}
-        with self._lock:
-            self._drains = {k: v for k, v in self._drains.items() if k in names}
-        views = []
+        scrapes = {c.container_id: scrapes.get(c.container_id, NO_SCRAPE) for c in containers}
+        loads = {c.container_id: self._track(c, scrapes[c.container_id], now) for c in containers}
+        self._follow_drains(containers, scrapes, now)
+        views = [self._view(c, scrapes[c.container_id], loads[c.container_id]) for c in containers]
         for c in containers:
-            scrape = scrapes.get(c.container_id, Scrape(False, None, None, "no address"))
-            views.append(self._view(c, scrape, now))
+            self._tracked[c.container_id].was_ready = scrapes[c.container_id].ready
         return views
 
-    def _view(self, c: Container, scrape: Scrape, now: float) -> InstanceView:
+    def _track(self, c: Container, scrape: Scrape, now: float) -> Load | None:
+        """Remember this scrape; the load since the previous one."""
         tracked = self._tracked.setdefault(c.container_id, Tracked(last_activity=now))
         load = None
         if scrape.sample is not None:
@@ -311,11 +319,24 @@ class ControlLoop:
             tracked.sample = scrape.sample
         if scrape.models is not None:
             tracked.models, tracked.models_at = scrape.models, now
-        self._follow_drain(c.instance, scrape.ready, tracked, now)
+        return load
+
+    def _follow_drains(self, containers: list[Container], scrapes: dict[str, Scrape], now: float) -> None:
         with self._lock:
-            draining = c.instance in self._drains
-        state = "DRAINING" if draining else "READY" if scrape.ready else _not_ready(tracked)
-        tracked.was_ready = scrape.ready
+            requests, self._requests = self._requests, []
+        seen = {
+            c.instance: Seen(scrapes[c.container_id].ready, self._tracked[c.container_id].last_activity)
+            for c in containers
+        }
+        result = step(self._drains, seen, requests, now, self._drain_policy)
+        self._drains, self._idle_removals = result.drains, result.decommission
+        self.counters.drains += result.started
+        for event in result.events:
+            log.info("%s", event)
+
+    def _view(self, c: Container, scrape: Scrape, load: Load | None) -> InstanceView:
+        tracked = self._tracked[c.container_id]
+        state = "DRAINING" if c.instance in self._drains else "READY" if scrape.ready else _not_ready(tracked)
         sample = tracked.sample
         return InstanceView(
             instance=c.instance,
@@ -334,23 +355,6 @@ class ControlLoop:
             requests_ok=sample.requests_ok if sample else 0.0,
             requests_failed=sample.requests_failed if sample else 0.0,
         )
-
-    def _follow_drain(self, instance: str, ready: bool, tracked: Tracked, now: float) -> None:
-        with self._lock:
-            drain = self._drains.get(instance)
-            if drain is None:
-                return
-            if not ready:
-                drain.saw_unready = True
-            elif drain.saw_unready and not drain.remove:
-                del self._drains[instance]  # restarted (an upgrade): serving again
-                log.info("%s restarted after its drain: serving again", instance)
-                return
-            if not drain.done and drain_finished(
-                drain, now, tracked.last_activity, self._drain_grace_s, self._drain_timeout_s
-            ):
-                drain.done = True
-                log.info("%s drained in %.1f s", instance, now - drain.started)
 
     # ---- register
     def _register(self, views: list[InstanceView], problems: list[str]) -> str:
@@ -385,13 +389,12 @@ class ControlLoop:
     def _scale(
         self, views: list[InstanceView], target: int, now: float, problems: list[str]
     ) -> Decision | None:
-        removing = self._finish_drains(target, problems)
-        if removing:
-            return Decision(target - removing, "down", f"decommissioned {removing} drained instance(s)", None)
-        with self._lock:
-            pending_drains = [name for name, d in self._drains.items() if d.remove]
-        if pending_drains:
-            return Decision(target, "hold", f"draining {', '.join(sorted(pending_drains))}", None)
+        finished = self._finish_drains(target, problems)
+        if finished:
+            return Decision(target - finished, "down", f"decommissioned {finished} drained instance(s)", None)
+        pending = removing(self._drains)
+        if pending:
+            return Decision(target, "hold", f"draining {', '.join(pending)}", None)
 
         serving = [v for v in views if v.state == "READY"]
         seen = Observation(
@@ -408,24 +411,19 @@ class ControlLoop:
                 Candidate(v.instance, v.state == "READY", v.load.value if v.load else None) for v in views
             ]
             victims = pick_victims(candidates, target - decision.target)
-            with self._lock:
-                for name in victims:
-                    self._drains[name] = Drain(started=now, remove=True)
-                    self.counters.drains += 1
+            self._drains = begin_removal(self._drains, victims, now)
+            self.counters.drains += len(victims)
             log.info("draining %s before scaling down: %s", ", ".join(victims), decision.reason)
             self._remember(decision, target)
         return decision
 
     def _finish_drains(self, target: int, problems: list[str]) -> int:
-        with self._lock:
-            done = sorted(name for name, d in self._drains.items() if d.remove and d.done)
+        done = list(self._idle_removals)
         if not done:
             return 0
         name = self.config.service_name
         if self._act(lambda: self._rm.decommission(name, TRITON, done), problems):
-            with self._lock:
-                for instance in done:
-                    self._drains.pop(instance, None)
+            self._drains = removed(self._drains, done)
             self.counters.decommissioned += len(done)
             log.info("decommissioned %s (target %d -> %d)", ", ".join(done), target, target - len(done))
             return len(done)

@@ -225,9 +225,9 @@ def _drain(controller: ControlLoop, name: str, query: dict[str, str]) -> tuple[i
         raise BadRequest(f"wait={wait!r}: use true or false")
     if not controller.drain(name):
         return _json(404, {"error": f"no instance {name}"})
-    deadline = time.monotonic() + controller.config.drain_timeout_s + 4 * controller.tick_s
-    while wait == "true" and not controller.drained(name) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    if wait == "true":  # the loop publishes the drain's end; bounded by its timeout and a few ticks
+        bound = controller.config.drain_timeout_s + 4 * controller.tick_s
+        controller.wait_for(lambda snap: snap.drained(name), bound)
     return _json(200, {"instance": name, "drained": controller.drained(name)})
 
 
