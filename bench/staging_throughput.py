@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tarn.launcher.staging import StageReport, stage_repository
-from tarn.launcher.webhdfs import Md5Md5CrcHasher, SimpleAuth, WebHdfsClient, chunk_crcs, crc32c
+from tarn.stdlib.hdfs_checksum import Md5Md5CrcHasher, chunk_crcs, crc32c
+from tarn.stdlib.launcher.staging import StageReport, stage_repository
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 
 if TYPE_CHECKING:
     from tests.unit.test_staging import HdfsFile

@@ -17,7 +17,7 @@ import tritonclient.http as httpclient
 
 from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.clients.webhdfs import WebHdfs
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 
 ROOT = Path(__file__).resolve().parents[1]
 USER = "tarn"
@@ -66,7 +66,7 @@ def run(label: str, rm: ResourceManager) -> float:
 
 def main() -> None:
     rm = ResourceManager(["http://master:8088"], user=USER)
-    hdfs = WebHdfs("http://master:9870", user=USER)
+    hdfs = WebHdfsClient("http://master:9870", SimpleAuth(USER))
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS)
     try:
         cold = run("cold", rm)

@@ -18,8 +18,8 @@ from kazoo.client import KazooClient
 
 from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
-from tarn.clients.webhdfs import WebHdfs
 from tarn.errors import TarnError
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 
 ROOT = Path(__file__).resolve().parents[1]
 MASTER = os.environ.get("TARN_LAB_MASTER", "master")
@@ -43,7 +43,7 @@ def check_cluster(rm: ResourceManager) -> None:
         zk.stop()
 
 
-def upload_models(hdfs: WebHdfs) -> None:
+def upload_models(hdfs: WebHdfsClient) -> None:
     count = hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
     print(f"HDFS: {count} files of examples/model_repository in {MODELS_ON_HDFS}")
 
@@ -108,7 +108,7 @@ def main() -> int:
     try:
         check_cluster(rm)
         if rm.service(SERVICE) is None:
-            upload_models(WebHdfs(f"http://{MASTER}:9870", user=USER))
+            upload_models(WebHdfsClient(f"http://{MASTER}:9870", SimpleAuth(USER)))
             submit()
         hosts = ready_hosts(rm)
         print(f"TARN service {SERVICE}: Triton READY on {', '.join(hosts)}")

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tarn.errors import ConfigError
-from tarn.launcher.hadoop_site import namenode_http_url, read_properties
-from tarn.launcher.webhdfs import namenode_location
+from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
+from tarn.stdlib.webhdfs import namenode_location
 
 __all__ = ["client_conf_dir", "read_properties", "resource_manager_urls", "rm_web_urls", "webhdfs_url"]
 

@@ -2,7 +2,7 @@
 
 A file is uploaded when HDFS lacks it, or when its size or content differs. Content is compared
 with HDFS's own checksum (GETFILECHECKSUM, MD5-of-MD5-of-CRC32C), recomputed over the local file
-with the launcher's implementation (tarn.launcher.webhdfs, also used to verify staged copies):
+with the launcher's implementation (tarn.stdlib.hdfs_checksum, also used to verify staged copies):
 nothing is downloaded. Where HDFS gives no checksum that can be recomputed, the size decides.
 """
 
@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tarn.clients.triton import Triton
-from tarn.clients.webhdfs import WebHdfs
 from tarn.errors import ClusterError, ConfigError
-from tarn.launcher.staging import RemoteFile, content_check
-from tarn.launcher.webhdfs import FileStatus, checksum_block_size, file_md5md5crc
 from tarn.spec import TRITON, component_of, read_back
+from tarn.stdlib.hdfs_checksum import checksum_block_size, file_md5md5crc
+from tarn.stdlib.launcher.staging import RemoteFile, content_check
+from tarn.stdlib.webhdfs import FileStatus, WebHdfsClient
 
 JSON = dict[str, Any]
 Action = Literal["create", "update", "delete", "unchanged"]
@@ -57,11 +57,11 @@ def same_content(local: Path, remote: RemoteFile) -> tuple[bool, str]:
     return True, "same size and HDFS checksum"
 
 
-def plan_repository(hdfs: WebHdfs, local: Path, remote: str, purge: bool = False) -> list[FileChange]:
+def plan_repository(hdfs: WebHdfsClient, local: Path, remote: str, purge: bool = False) -> list[FileChange]:
     """What it takes to make ``remote`` hold ``local``'s files (and only them with ``purge``)."""
     mine = local_files(local)
     base = remote.rstrip("/")
-    theirs: dict[str, FileStatus] = {s.path[len(base) + 1 :]: s for s in hdfs.list_files(base)}
+    theirs: dict[str, FileStatus] = {s.path[len(base) + 1 :]: s for s in hdfs.walk(base, missing_ok=True)}
     changes: list[FileChange] = []
     for relpath, path in mine.items():
         size = path.stat().st_size
@@ -81,7 +81,7 @@ def plan_repository(hdfs: WebHdfs, local: Path, remote: str, purge: bool = False
     return changes
 
 
-def sync_repository(hdfs: WebHdfs, local: Path, remote: str, changes: list[FileChange]) -> None:
+def sync_repository(hdfs: WebHdfsClient, local: Path, remote: str, changes: list[FileChange]) -> None:
     base = remote.rstrip("/")
     for change in changes:
         if change.action in ("create", "update"):

@@ -1,6 +1,6 @@
 """The two files `tarn submit` ships to HDFS, built from the installed packages as zipapps.
 
-* ``tarn-launcher.pyz``: the ``tarn.launcher`` and ``tarn.stdlib`` packages and ``tarn.errors``. It
+* ``tarn-launcher.pyz``: the ``tarn.stdlib`` package (the launcher in it) and ``tarn.errors``. It
   runs in a stock Triton image, so it may import only the Python standard library (checked by a
   unit test).
 * ``tarn.pyz``: the whole ``tarn`` package plus the pure-Python libraries the controller uses,
@@ -32,9 +32,8 @@ CONTROLLER_LIBRARIES = (
 def launcher_zipapp() -> bytes:
     tarn_dir = _package_dir("tarn")
     files = [(tarn_dir / name, f"tarn/{name}") for name in ("__init__.py", "errors.py")]
-    files += _tree(tarn_dir / "launcher", "tarn/launcher")
-    files += _tree(tarn_dir / "stdlib", "tarn/stdlib")  # the option declaration the launcher parses
-    return _zipapp(files, main=_main("tarn.launcher.main"))
+    files += _tree(tarn_dir / "stdlib", "tarn/stdlib")
+    return _zipapp(files, main=_main("tarn.stdlib.launcher.main"))
 
 
 def controller_zipapp() -> bytes:

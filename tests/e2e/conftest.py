@@ -10,7 +10,7 @@ from typing import TypeVar
 import pytest
 
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.clients.webhdfs import WebHdfs
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 
 T = TypeVar("T")
 
@@ -36,8 +36,8 @@ def rm() -> ResourceManager:
 
 
 @pytest.fixture(scope="session")
-def hdfs() -> WebHdfs:
-    return WebHdfs(f"http://{LAB_MASTER}:9870", user=LAB_USER)
+def hdfs() -> WebHdfsClient:
+    return WebHdfsClient(f"http://{LAB_MASTER}:9870", SimpleAuth(LAB_USER))
 
 
 @pytest.fixture(scope="session")

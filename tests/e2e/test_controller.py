@@ -27,8 +27,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
-from tarn.clients.webhdfs import WebHdfs
 from tarn.errors import TarnError
+from tarn.stdlib.webhdfs import WebHdfsClient
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for
 from .load import Load
@@ -130,7 +130,7 @@ class Discovery:
 
 
 @pytest.fixture(scope="module")
-def service(rm: ResourceManager, hdfs: WebHdfs, zk_hosts: str) -> Iterator[Service]:
+def service(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Service]:
     token = secrets.token_urlsafe(16)
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from tarn.clients.webhdfs import WebHdfs
 from tarn.haproxy.plan import AdminState
 from tarn.haproxy.runtime import parse_servers_state
+from tarn.stdlib.webhdfs import WebHdfsClient
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for
 from .load import Load
@@ -101,7 +101,7 @@ def lag_after_change(registered: Registered, before: set[str], timeout: float = 
 
 
 @pytest.fixture(scope="module")
-def lab_service(hdfs: WebHdfs, zk_hosts: str) -> Iterator[tuple[Registered, str]]:
+def lab_service(hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[tuple[Registered, str]]:
     token = secrets.token_urlsafe(16)
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)

@@ -10,7 +10,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
-from tarn.clients.webhdfs import WebHdfs
+from tarn.stdlib.webhdfs import WebHdfsClient
 
 from .conftest import wait_for
 
@@ -34,16 +34,16 @@ def test_resourcemanager_is_active(rm: ResourceManager) -> None:
     assert info["haState"] == "ACTIVE"
 
 
-def test_file_round_trips_through_webhdfs(hdfs: WebHdfs) -> None:
+def test_file_round_trips_through_webhdfs(hdfs: WebHdfsClient) -> None:
     path = f"/user/tarn/e2e-{uuid.uuid4().hex}.bin"
     payload = os.urandom(256 * 1024)
     hdfs.write(path, payload)
     try:
-        assert hdfs.read(path) == payload
+        assert hdfs.read_bytes(path) == payload
         status = hdfs.status(path)
         assert status is not None
-        assert status["length"] == len(payload)
-        assert status["owner"] == "tarn"
+        assert status.length == len(payload)
+        assert status.owner == "tarn"
     finally:
         assert hdfs.delete(path)
     assert hdfs.status(path) is None

@@ -22,9 +22,9 @@ import pytest
 import requests
 
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.clients.webhdfs import WebHdfs
 from tarn.service import controller_url as service_controller_url
 from tarn.service import instances_of
+from tarn.stdlib.webhdfs import WebHdfsClient
 
 from .conftest import LAB_MASTER, LAB_USER
 
@@ -75,7 +75,7 @@ def run_module(module: str, args: dict[str, Any], *flags: str) -> dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def models_on_hdfs(hdfs: WebHdfs) -> Iterator[str]:
+def models_on_hdfs(hdfs: WebHdfsClient) -> Iterator[str]:
     remote = f"/user/{LAB_USER}/mod-models-{uuid.uuid4().hex[:6]}"
     result = run_module("tarn_model_repository", {"src": str(MODELS), "dest": remote})
     assert result["changed"]
@@ -84,7 +84,7 @@ def models_on_hdfs(hdfs: WebHdfs) -> Iterator[str]:
     hdfs.delete(remote, recursive=True)
 
 
-def test_repository_upload_is_idempotent(hdfs: WebHdfs, models_on_hdfs: str, tmp_path: Path) -> None:
+def test_repository_upload_is_idempotent(hdfs: WebHdfsClient, models_on_hdfs: str, tmp_path: Path) -> None:
     again = run_module("tarn_model_repository", {"src": str(MODELS), "dest": models_on_hdfs})
     assert not again["changed"], again
     assert {f["action"] for f in again["files"]} == {"unchanged"}
@@ -102,10 +102,10 @@ def test_repository_upload_is_idempotent(hdfs: WebHdfs, models_on_hdfs: str, tmp
     assert [f["path"] for f in changed] == ["add_one/config.pbtxt"], checked
     assert changed[0]["reason"] == "content differs (HDFS checksum)"
     assert "add_one/config.pbtxt" in checked["diff"]["after"]
-    assert hdfs.read(f"{models_on_hdfs}/add_one/config.pbtxt").decode() == text  # untouched
+    assert hdfs.read_bytes(f"{models_on_hdfs}/add_one/config.pbtxt").decode() == text  # untouched
 
 
-def test_deploy_lifecycle(rm: ResourceManager, hdfs: WebHdfs, models_on_hdfs: str) -> None:
+def test_deploy_lifecycle(rm: ResourceManager, hdfs: WebHdfsClient, models_on_hdfs: str) -> None:
     name = f"mod-e2e-{uuid.uuid4().hex[:6]}"
     args = {"service_name": name, "model_repository": f"hdfs://{models_on_hdfs}", **SERVICE}
     try:
@@ -209,7 +209,7 @@ def run_playbook(playbook: str, extra: dict[str, Any]) -> str:
     return done.stdout
 
 
-def test_upgrade_under_load(rm: ResourceManager, hdfs: WebHdfs, tmp_path: Path) -> None:
+def test_upgrade_under_load(rm: ResourceManager, hdfs: WebHdfsClient, tmp_path: Path) -> None:
     """playbooks/upgrade.yml under constant inference load: a new model version (loaded in place)
     and a new "image" (the process runtime has none: a new environment variable stands in, the
     same rolling YARN service upgrade). Zero failed requests for each."""

@@ -20,7 +20,7 @@ import pytest
 from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
-from tarn.clients.webhdfs import WebHdfs
+from tarn.stdlib.webhdfs import WebHdfsClient
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for
 
@@ -112,7 +112,7 @@ def container_log(worker: str, container_id: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def hdfs_models(hdfs: WebHdfs) -> Iterator[str]:
+def hdfs_models(hdfs: WebHdfsClient) -> Iterator[str]:
     remote = f"/user/{LAB_USER}/e2e-models-{uuid.uuid4().hex[:8]}"
     hdfs.upload_tree(MODELS, remote)
     yield remote
@@ -120,7 +120,7 @@ def hdfs_models(hdfs: WebHdfs) -> Iterator[str]:
 
 
 def test_models_from_hdfs_with_secrets(
-    rm: ResourceManager, hdfs: WebHdfs, hdfs_models: str, tmp_path: Path
+    rm: ResourceManager, hdfs: WebHdfsClient, hdfs_models: str, tmp_path: Path
 ) -> None:
     token_value = "hf_" + secrets.token_hex(16)
     foo_value = "foo-" + secrets.token_hex(16)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tarn.launcher.jceks import (
+from tarn.stdlib.jceks import (
     HADOOP_DEFAULT_PASSWORD,
     JceksError,
     derive_triple_des_key_iv,
@@ -321,7 +321,7 @@ def test_des_rivest_iteration() -> None:
 
 
 def test_des_tables_are_consistent() -> None:
-    from tarn.launcher import jceks
+    from tarn.stdlib import jceks
 
     assert [jceks._IP[p - 1] for p in jceks._FP] == list(range(1, 65))  # FP is IP's inverse
     for box in jceks._SBOXES:
@@ -364,7 +364,7 @@ def test_key_derivation_agrees_with_pyjks() -> None:
 
 
 def test_openssl_md5_fallback_derives_the_same_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tarn.launcher import jceks
+    from tarn.stdlib import jceks
 
     salt = bytes.fromhex("066e9207e5d5eee2")
     builtin = derive_triple_des_key_iv(b"changeit", salt, 500)

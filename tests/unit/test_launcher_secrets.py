@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tarn.launcher.jceks import HADOOP_DEFAULT_PASSWORD, JceksError
-from tarn.launcher.secrets import (
+from tarn.stdlib.jceks import HADOOP_DEFAULT_PASSWORD, JceksError
+from tarn.stdlib.launcher.secrets import (
     SecretsError,
     keystore_password,
     load_environment_from_jceks,

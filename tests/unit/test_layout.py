@@ -14,9 +14,8 @@ from tarn import payload
 SRC = Path(__file__).resolve().parents[2] / "src"
 # What tarn-launcher.pyz ships: it runs in a stock Triton image, before anything is installed.
 STDLIB_ONLY = [SRC / "tarn" / "errors.py", *sorted((SRC / "tarn" / "stdlib").rglob("*.py"))]
-STDLIB_ONLY += sorted((SRC / "tarn" / "launcher").rglob("*.py"))
 CONTROLLER = sorted((SRC / "tarn" / "controller").rglob("*.py"))
-SHIPPED = ("tarn.stdlib", "tarn.launcher", "tarn.errors")
+SHIPPED = ("tarn.stdlib", "tarn.errors")
 FORBIDDEN_IN_CONTROLLER = ("tarn.payload", "tarn.service", "tarn.ansible_options")
 
 

@@ -131,7 +131,7 @@ def test_module_token_reaches_the_config_unshown() -> None:
 
 @pytest.mark.parametrize("name", LAUNCHER_OPTIONS)
 def test_launcher_parser_takes_its_subset(name: str) -> None:
-    from tarn.launcher import main as launcher
+    from tarn.stdlib.launcher import main as launcher
 
     config = sample(name)
     argv = config_to_argv(config, only=LAUNCHER_OPTIONS)

@@ -106,9 +106,9 @@ def test_node_gpus(capacity: int | None, used: int | None, expected_total: int, 
 def test_kerberos_without_gssapi_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from tarn.clients.resourcemanager import spnego
+    from tarn.clients.spnego import requests_auth
     from tarn.errors import ConfigError
 
     monkeypatch.setitem(sys.modules, "requests_gssapi", None)  # as if not installed
     with pytest.raises(ConfigError, match="requests-gssapi"):
-        spnego()
+        requests_auth()

@@ -26,8 +26,10 @@ from typing import Any
 
 import pytest
 
-from tarn.launcher import staging, webhdfs
-from tarn.launcher.staging import (
+from tarn.stdlib import hdfs_checksum, webhdfs
+from tarn.stdlib.hdfs_checksum import Md5Md5CrcHasher, chunk_crcs, crc32c, parse_checksum
+from tarn.stdlib.launcher import staging
+from tarn.stdlib.launcher.staging import (
     MARKER,
     RemoteFile,
     StagingError,
@@ -35,17 +37,13 @@ from tarn.launcher.staging import (
     resolve_repository,
     stage_repository,
 )
-from tarn.launcher.webhdfs import (
+from tarn.stdlib.webhdfs import (
     FileChecksum,
     FileStatus,
-    Md5Md5CrcHasher,
     SimpleAuth,
     WebHdfsClient,
     WebHdfsError,
-    chunk_crcs,
-    crc32c,
     namenode_location,
-    parse_checksum,
 )
 
 # ---- an independent HDFS checksum: slow and obviously right ------------------------------------
@@ -488,7 +486,9 @@ def test_5xx_answers_are_retried_with_backoff(
     hdfs: FakeHdfs, client: WebHdfsClient, sleeps: list[float]
 ) -> None:
     hdfs.fail_next = 2
-    assert client.status("/models/simple/config.pbtxt").type == "FILE"
+    status = client.status("/models/simple/config.pbtxt")
+    assert status is not None
+    assert status.type == "FILE"
     assert sleeps == [0.5, 1.0]
 
 
@@ -512,7 +512,7 @@ def test_connection_errors_are_retried(sleeps: list[float]) -> None:
 
 def test_4xx_answers_are_not_retried(client: WebHdfsClient, sleeps: list[float]) -> None:
     with pytest.raises(webhdfs.HdfsNotFoundError):
-        client.status("/nothing")
+        client.list_dir("/nothing")
     assert sleeps == []
 
 
@@ -550,9 +550,9 @@ def test_big_files_are_verified_in_processes(
 ) -> None:
     monkeypatch.setattr(staging, "OFFLOAD_MIN_BYTES", 10_000)  # only model.onnx (13288 bytes)
     streamed: list[int] = []
-    real_hasher_for = webhdfs.hasher_for
+    real_hasher_for = hdfs_checksum.hasher_for
 
-    def spy(checksum: webhdfs.Md5Md5Crc, status: FileStatus) -> Md5Md5CrcHasher:
+    def spy(checksum: hdfs_checksum.Md5Md5Crc, status: FileStatus) -> Md5Md5CrcHasher:
         streamed.append(status.length)
         return real_hasher_for(checksum, status)
 

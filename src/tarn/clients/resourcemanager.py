@@ -1,8 +1,9 @@
 """YARN ResourceManager REST: cluster state (/ws/v1) and the YARN Services API (/app/v1).
 
 Simple authentication passes the user as ``user.name``; on a Kerberized cluster pass a requests
-auth object (``spnego()``: SPNEGO with the caller's ticket). With RM HA, every RM URL is tried in
-turn and the one that answered is remembered: a standby RM redirects or refuses API calls.
+auth object (tarn.clients.spnego.requests_auth: SPNEGO with the caller's ticket). With RM HA,
+every RM URL is tried in turn and the one that answered is remembered: a standby RM redirects or
+refuses API calls.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import requests
 import requests.auth
 
-from tarn.errors import ClusterError, ConfigError
+from tarn.errors import ClusterError
 
 JSON = dict[str, Any]
 
@@ -125,18 +126,6 @@ class ResourceManager:
         if reply.status_code in (400, 404) and "doesn't exist" in _diagnostics(reply):
             return False
         raise ClusterError(f"DELETE service {name} answered {reply.status_code}: {_diagnostics(reply)}")
-
-
-def spnego() -> requests.auth.AuthBase:
-    """SPNEGO (Kerberos) for the RM and WebHDFS, from the caller's ticket cache (kinit)."""
-    try:
-        from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth  # only on Kerberized clusters
-    except ImportError as exc:
-        raise ConfigError(
-            "--kerberos: needs the requests-gssapi package; pip install requests-gssapi"
-        ) from exc
-    auth: requests.auth.AuthBase = HTTPSPNEGOAuth(mutual_authentication=OPTIONAL)
-    return auth
 
 
 def node_gpus(node: JSON, which: str = "totalResource") -> int:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from tarn.clients.resourcemanager import ResourceManager, spnego
-from tarn.clients.webhdfs import WebHdfs
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.spnego import SpnegoAuth, requests_auth
 from tarn.errors import ConfigError
 from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls, webhdfs_url
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 
 
 class Cluster:
@@ -18,8 +19,8 @@ class Cluster:
         self,
         rm: ResourceManager,
         user: str,
-        hdfs: WebHdfs | None = None,
-        make_hdfs: Callable[[], WebHdfs] | None = None,
+        hdfs: WebHdfsClient | None = None,
+        make_hdfs: Callable[[], WebHdfsClient] | None = None,
     ) -> None:
         self.rm = rm
         self.user = user
@@ -27,7 +28,7 @@ class Cluster:
         self._make_hdfs = make_hdfs
 
     @property
-    def hdfs(self) -> WebHdfs:
+    def hdfs(self) -> WebHdfsClient:
         if self._hdfs is None:
             if self._make_hdfs is None:
                 raise ConfigError("--webhdfs-url: needed for this command; give the NameNode's HTTP URL")
@@ -56,13 +57,13 @@ def connect(
     env = environ or {}
     name = resolve_user(user, env)
     conf = client_conf_dir(conf_dir, env)
-    auth = spnego() if kerberos else None
+    auth = requests_auth() if kerberos else None
     urls = resource_manager_urls(rm_urls, conf)
 
-    def web_hdfs() -> WebHdfs:
+    def web_hdfs() -> WebHdfsClient:
         url = webhdfs or webhdfs_url(
             read_properties(conf / "hdfs-site.xml"), read_properties(conf / "core-site.xml")
         )
-        return WebHdfs(url, user=name, auth=auth)
+        return WebHdfsClient(url, SpnegoAuth() if kerberos else SimpleAuth(name))
 
     return Cluster(rm=ResourceManager(urls, user=name, auth=auth), user=name, make_hdfs=web_hdfs)

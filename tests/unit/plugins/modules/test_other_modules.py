@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.tarn.yarn.plugins.modules import tarn_info, tarn_model_repository, tarn_scale
 
 from tarn import models
-from tarn.launcher.webhdfs import FileChecksum, FileStatus
+from tarn.stdlib.webhdfs import FileChecksum, FileStatus
 
 from ..conftest import FakeHdfs, FakeRM
 from .test_tarn_deploy import BASE, deployed
@@ -93,14 +93,14 @@ class RepositoryHdfs(FakeHdfs):
 
     BLOCK = 128 << 20
 
-    def list_files(self, path: str) -> list[FileStatus]:
+    def walk(self, path: str, missing_ok: bool = False) -> list[FileStatus]:
         return [
             FileStatus(p, "FILE", len(data), self.BLOCK, 0) for p, data in sorted(self.files.items())
             if p.startswith(path + "/")
         ]  # fmt: skip
 
     def checksum(self, path: str) -> FileChecksum:
-        from tarn.launcher.webhdfs import Md5Md5CrcHasher
+        from tarn.stdlib.hdfs_checksum import Md5Md5CrcHasher
 
         hasher = Md5Md5CrcHasher("CRC32C", 512, self.BLOCK)
         hasher.update(self.files[path])

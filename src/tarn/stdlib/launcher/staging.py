@@ -37,17 +37,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tarn.launcher.webhdfs import (
-    FileChecksum,
-    FileStatus,
+from tarn.stdlib.hdfs_checksum import (
     Md5Md5Crc,
-    WebHdfsClient,
-    WebHdfsError,
     checksum_block_size,
     file_md5md5crc,
     hasher_for,
     parse_checksum,
 )
+from tarn.stdlib.webhdfs import FileChecksum, FileStatus, WebHdfsClient, WebHdfsError
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from tarn.launcher.jceks import HADOOP_DEFAULT_PASSWORD, read_secret_entries
+from tarn.stdlib.jceks import HADOOP_DEFAULT_PASSWORD, read_secret_entries
 
 HUGGING_FACE_ALIAS = "huggingface.token"
 HUGGING_FACE_VARIABLE = "HUGGING_FACE_HUB_TOKEN"

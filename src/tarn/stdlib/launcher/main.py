@@ -19,11 +19,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from tarn.launcher.hadoop_site import namenode_http_url, read_properties
-from tarn.launcher.secrets import keystore_password, load_environment_from_jceks
-from tarn.launcher.staging import StagingError, resolve_repository
-from tarn.launcher.webhdfs import SimpleAuth, WebHdfsClient, namenode_location
 from tarn.stdlib.config import LAUNCHER_OPTIONS, add_config_arguments, config_from_namespace
+from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
+from tarn.stdlib.launcher.secrets import keystore_password, load_environment_from_jceks
+from tarn.stdlib.launcher.staging import StagingError, resolve_repository
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, namenode_location
 
 log = logging.getLogger("tarn.launcher")
 

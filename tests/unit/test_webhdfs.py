@@ -1,0 +1,211 @@
+"""The WebHDFS client's writes (two-step CREATE, MKDIRS, DELETE, retries) against a loopback
+NameNode/DataNode pair that answers as Hadoop 3 does, and the SPNEGO authenticator's header.
+
+The same calls against a real HDFS: tests/e2e/test_lab_cluster.py (Molecule's lab scenario)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import threading
+import types
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, WebHdfsError
+
+
+class Hdfs:
+    """Files in memory; CREATE redirects to /datanode, which takes the bytes (201)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.dirs: set[str] = {"/"}
+        self.seen: list[tuple[str, str, str, int]] = []  # method, where, op, body length
+        self.fail_next = 0  # answer 503 RetriableException this many times
+        self.server = self._serve()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+        parts = urllib.parse.urlsplit(handler.path)
+        query = dict(urllib.parse.parse_qsl(parts.query))
+        body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
+        datanode = parts.path.startswith("/datanode")
+        path = urllib.parse.unquote(parts.path.removeprefix("/datanode").removeprefix("/webhdfs/v1"))
+        self.seen.append((method, "datanode" if datanode else "namenode", query.get("op", ""), len(body)))
+        if query.get("user.name") != "tarn":
+            return reply(handler, 401, {"RemoteException": {"exception": "SecurityException"}})
+        if self.fail_next:
+            self.fail_next -= 1
+            return reply(handler, 503, {"RemoteException": {"exception": "RetriableException"}})
+        op = query["op"]
+        if datanode:
+            self.files[path] = body
+            return reply(handler, 201, {})
+        if op == "CREATE":
+            if query.get("overwrite") == "false" and path in self.files:
+                return reply(handler, 403, {"RemoteException": {"exception": "FileAlreadyExistsException"}})
+            location = f"{self.url}/datanode{parts.path.removeprefix('/webhdfs/v1')}?{parts.query}"
+            return reply(handler, 307, {}, {"Location": location})
+        if op == "MKDIRS":
+            self.dirs.add(path)
+            return reply(handler, 200, {"boolean": True})
+        if op == "DELETE":
+            gone = [p for p in self.files if p == path or p.startswith(path + "/")]
+            for name in gone:
+                del self.files[name]
+            return reply(handler, 200, {"boolean": bool(gone)})
+        if op == "GETFILESTATUS" and path in self.files:
+            status = {"type": "FILE", "length": len(self.files[path]), "owner": "tarn", "permission": "644"}
+            return reply(handler, 200, {"FileStatus": status})
+        return reply(handler, 404, {"RemoteException": {"exception": "FileNotFoundException"}})
+
+    def _serve(self) -> ThreadingHTTPServer:
+        hdfs = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_PUT(self) -> None:
+                hdfs.handle(self, "PUT")
+
+            def do_GET(self) -> None:
+                hdfs.handle(self, "GET")
+
+            def do_DELETE(self) -> None:
+                hdfs.handle(self, "DELETE")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return server
+
+
+def reply(
+    handler: BaseHTTPRequestHandler, code: int, body: Any, headers: dict[str, str] | None = None
+) -> None:
+    payload = json.dumps(body).encode()
+    handler.send_response(code)
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+
+
+@pytest.fixture
+def hdfs() -> Iterator[Hdfs]:
+    fake = Hdfs()
+    yield fake
+    fake.server.shutdown()
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def client(hdfs: Hdfs, sleeps: list[float]) -> WebHdfsClient:
+    return WebHdfsClient(hdfs.url, SimpleAuth("tarn"), timeout=5, retries=2, sleep=sleeps.append)
+
+
+def test_create_sends_the_data_to_the_datanode_only(hdfs: Hdfs, client: WebHdfsClient) -> None:
+    client.write("/user/tarn/a b.txt", b"hello")
+    assert hdfs.files == {"/user/tarn/a b.txt": b"hello"}
+    assert hdfs.seen == [("PUT", "namenode", "CREATE", 0), ("PUT", "datanode", "CREATE", 5)]
+
+
+def test_a_failed_create_is_retried_whole(hdfs: Hdfs, client: WebHdfsClient, sleeps: list[float]) -> None:
+    hdfs.fail_next = 2
+    client.write("/f", b"x")
+    assert hdfs.files == {"/f": b"x"}
+    assert sleeps == [0.5, 1.0]
+
+
+def test_create_without_overwrite_is_refused_and_not_retried(
+    hdfs: Hdfs, client: WebHdfsClient, sleeps: list[float]
+) -> None:
+    client.write("/f", b"x")
+    with pytest.raises(WebHdfsError, match="FileAlreadyExistsException") as refused:
+        client.write("/f", b"y", overwrite=False)
+    assert (refused.value.status, hdfs.files["/f"], sleeps) == (403, b"x", [])
+
+
+def test_status_mkdirs_delete_and_upload(hdfs: Hdfs, client: WebHdfsClient, tmp_path: Path) -> None:
+    (tmp_path / "m" / "1").mkdir(parents=True)
+    (tmp_path / "m" / "config.pbtxt").write_text("name: 'm'")
+    (tmp_path / "m" / "1" / "model.py").write_text("pass")
+    (tmp_path / "m" / "__pycache__").mkdir()
+    (tmp_path / "m" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    client.mkdirs("/r", permission="700")
+    assert client.upload_tree(tmp_path, "/r") == 2
+    assert sorted(hdfs.files) == ["/r/m/1/model.py", "/r/m/config.pbtxt"]
+    status = client.status("/r/m/config.pbtxt")
+    assert status is not None
+    assert (status.length, status.owner, status.permission) == (9, "tarn", "644")
+    assert client.delete("/r", recursive=True)
+    assert not client.delete("/r", recursive=True)
+    assert client.status("/r/m/config.pbtxt") is None
+    assert ("PUT", "namenode", "MKDIRS", 0) in hdfs.seen
+
+
+def test_walk_of_a_missing_directory(client: WebHdfsClient) -> None:
+    assert client.walk("/nothing", missing_ok=True) == []
+
+
+# ---- SPNEGO: the header a Kerberized NameNode expects (no KDC here: the GSSAPI is a stand-in)
+
+
+class FakeGssapi(types.ModuleType):
+    """What SpnegoAuth uses of python-gssapi: Name, NameType, OID, SecurityContext."""
+
+    def __init__(self) -> None:
+        super().__init__("gssapi")
+        self.contexts: list[dict[str, Any]] = []
+        outer = self
+
+        class Context:
+            def __init__(self, **kwargs: Any) -> None:
+                outer.contexts.append(kwargs)
+
+            def step(self) -> bytes:
+                return b"negotiation-token"
+
+        self.Name = lambda name, kind: (name, kind)
+        self.NameType = types.SimpleNamespace(hostbased_service="hostbased")
+        self.OID = types.SimpleNamespace(from_int_seq=lambda oid: f"oid:{oid}")
+        self.SecurityContext = Context
+
+
+def test_spnego_asks_for_the_http_service_of_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tarn.clients.spnego import SpnegoAuth
+
+    fake = FakeGssapi()
+    monkeypatch.setitem(sys.modules, "gssapi", fake)
+    auth = SpnegoAuth()
+    header = auth.headers("http://nn1.example:9870/webhdfs/v1/x?op=GETFILESTATUS")
+    assert header == {"Authorization": "Negotiate " + base64.b64encode(b"negotiation-token").decode()}
+    assert fake.contexts == [
+        {"name": ("HTTP@nn1.example", "hostbased"), "mech": "oid:1.3.6.1.5.5.2", "usage": "initiate"}
+    ]
+    assert auth.query() == {}
+    # The DataNode a NameNode redirects to is authorized by the delegation token in the URL.
+    assert auth.headers("http://dn1.example:9864/webhdfs/v1/x?op=OPEN&delegation=abc") == {}
+
+
+def test_spnego_without_gssapi_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tarn.clients.spnego import SpnegoAuth
+    from tarn.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "gssapi", None)  # as if not installed
+    with pytest.raises(ConfigError, match="requests-gssapi"):
+        SpnegoAuth()
