@@ -7,7 +7,8 @@ SHELL := /bin/bash
 HADOOP_VERSION := $(shell sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' lab/hadoop-dist/pom.xml)
 VENV    := $(CURDIR)/.venv
 BUILD   := $(CURDIR)/build
-APT_PACKAGES := podman runc debootstrap netavark iptables aardvark-dns fuse-overlayfs rsync shellcheck git chromium haproxy socat zookeeper
+# Every program the lab and the tests call on this machine, with its package: lab/preflight.sh.
+APT_PACKAGES := $(shell lab/preflight.sh --packages)
 
 export PATH := $(VENV)/bin:$(PATH)
 export CONTAINERS_CONF := $(CURDIR)/lab/containers.conf
@@ -24,10 +25,11 @@ help:
 	@echo "make lab-down remove the lab nodes"
 
 # ---- what a fresh machine needs: Debian packages, the pinned Python tool chain, the collection link
-$(BUILD)/.apt: Makefile
+$(BUILD)/.apt: Makefile lab/preflight.sh
 	mkdir -p $(BUILD)
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) >/dev/null
+	lab/preflight.sh
 	touch $@
 
 $(VENV)/.installed: requirements-dev.txt pyproject.toml

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Check that every program `make lab` and `make test` call on this machine is here, and name the
+# Debian package of each one that is not. apt installs no Recommends on these machines, so a
+# program a package only recommends (netavark needs iptables) is missing until it is named.
+#
+# Usage: lab/preflight.sh            exit 1, listing "command (package)" for each one missing
+#        lab/preflight.sh --packages the packages of the table: the Makefile's apt list
+set -euo pipefail
+
+# command-or-absolute-path  Debian package  who calls it
+checks=(
+  "podman                      podman           lab/nodes.yml, lab/image, the e2e and chaos tests"
+  "runc                        runc             podman's OCI runtime (lab/containers.conf)"
+  "/usr/lib/podman/netavark    netavark         podman's network backend (the lab network)"
+  "iptables                    iptables         netavark's firewall rules"
+  "/usr/lib/podman/aardvark-dns aardvark-dns    podman's DNS (node names on the lab network)"
+  "fuse-overlayfs              fuse-overlayfs   podman's storage (lab/containers.conf)"
+  "debootstrap                 debootstrap      lab/image/build.sh"
+  "rsync                       rsync            make sanity"
+  "git                         git              make sanity (ansible-test)"
+  "shellcheck                  shellcheck       ansible-lint, make lint"
+  "chromium                    chromium         the dashboard test in headless Chromium"
+  "haproxy                     haproxy          tests/integration (a real HAProxy)"
+  "/usr/share/java/zookeeper.jar zookeeper      tests/integration (a real ZooKeeper)"
+  "ip                          iproute2         tests/integration (network namespaces)"
+  "unshare                     util-linux       tests/integration (network namespaces)"
+  "nsenter                     util-linux       tests/integration (network namespaces)"
+  "java                        openjdk-17-jdk-headless  Hadoop, ZooKeeper, the JCEKS tests"
+  "keytool                     openjdk-17-jdk-headless  tests/unit/test_jceks.py (real keystores)"
+  "mvn                         maven            lab/hadoop-dist/build.sh"
+  "python3                     python3-venv     make deps (python3 -m venv)"
+  "tar                         tar              lab/image, lab/hadoop-dist"
+)
+
+if [[ ${1:-} == --packages ]]; then
+  for row in "${checks[@]}"; do read -r _ package _ <<<"$row"; echo "$package"; done | sort -u
+  exit 0
+fi
+
+missing=()
+for row in "${checks[@]}"; do
+  read -r what package why <<<"$row"
+  if [[ $what == /* ]]; then [[ -e $what ]] && continue
+  else command -v "$what" >/dev/null && continue
+  fi
+  missing+=("$what (apt package $package; used by $why)")
+done
+if ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+  missing+=("python3 -m venv (apt package python3-venv; used by make deps)")
+fi
+
+if ((${#missing[@]})); then
+  echo "preflight: missing on this machine:" >&2
+  printf '  %s\n' "${missing[@]}" >&2
+  echo "install them (apt-get install <package>), or add the package to APT_PACKAGES in the Makefile" >&2
+  exit 1
+fi
+echo "preflight: every program make lab and make test call is here"
