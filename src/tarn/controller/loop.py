@@ -36,7 +36,7 @@ from tarn.controller.drain import (
     removing,
     step,
 )
-from tarn.controller.observe import Container, Scrape, containers_of
+from tarn.controller.observe import Container, Scrape, containers_of, distrust, with_known_addresses
 from tarn.controller.registry import RegistryPlan, znode_data
 from tarn.controller.signals import Gpu, Load, TritonSample, instance_load
 from tarn.errors import TarnError
@@ -184,6 +184,7 @@ class ControlLoop:
         self.policy = Policy.from_config(config)
         self._scaler = ScalerState(last_change_at=clock())  # a (re)started controller waits a cooldown
         self._tracked: dict[str, Tracked] = {}
+        self._addresses: dict[str, Container] = {}  # by container id: the last address the RM gave
         self._drains: dict[str, Drain] = {}  # by instance name; the loop thread's alone
         self._idle_removals: tuple[str, ...] = ()  # this tick's drained victims, to decommission
         self._history: deque[ScalingEvent] = deque(maxlen=50)
@@ -241,21 +242,14 @@ class ControlLoop:
         problems: list[str] = []
         try:
             service = self._rm.service(self.config.service_name)
+            doubt = distrust(service)
         except TarnError as exc:
-            service = None
-            problems.append(f"ResourceManager: {exc}")
-        if service is None:
-            snapshot = Snapshot(
-                service=self.config.service_name,
-                at=self._wall(),
-                state="UNKNOWN" if problems else "NOT FOUND",
-                history=tuple(self._history),
-                problems=tuple(problems) or ("the service is not known to the ResourceManager",),
-                drains=dict(self._drains),
-            )
-            return self._publish(snapshot)
+            service, doubt = None, f"ResourceManager: {exc}"
+        if service is None or doubt is not None:
+            return self._publish(self._unknown(doubt or "no answer", began))
 
-        containers = containers_of(service, self.config)
+        containers = with_known_addresses(containers_of(service, self.config), self._addresses)
+        self._addresses = {c.container_id: c for c in containers if c.ip}
         now = self._clock()
         unseen = Tracked()
         want_models = {
@@ -287,6 +281,21 @@ class ControlLoop:
         )
         self.counters.ticks += 1
         return self._publish(snapshot)
+
+    def _unknown(self, doubt: str, began: float) -> Snapshot:
+        """A view that cannot be trusted changes nothing: discovery, drains, the target and the
+        instances stay as last seen (the API and HAProxy keep serving them); only the state says so."""
+        log.warning("not acting this tick: %s", doubt)
+        return replace(
+            self._snapshot,
+            at=self._wall(),
+            state="UNKNOWN",
+            decision=None,
+            history=tuple(self._history),
+            problems=(f"{doubt}; nothing changed until the view can be trusted",),
+            tick_seconds=self._clock() - began,
+            drains=dict(self._drains),
+        )
 
     def _publish(self, snapshot: Snapshot) -> Snapshot:
         with self._published:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import requests
@@ -46,6 +46,36 @@ class Scrape:
     error: str | None = None
 
 
+# The states of a service the application master reports itself. Without a live AM (an RM that
+# restarts, fails over or has not yet heard from a relaunched AM) YARN's ServiceClient answers a
+# stub: the name, a state derived from the application report (ACCEPTED, STARTED, ...) and no
+# components. Acting on that would read "zero instances".
+AM_STATES = frozenset(
+    {
+        "STABLE",
+        "STARTED",
+        "FLEX",
+        "UPGRADING",
+        "UPGRADING_AUTO_FINALIZE",
+        "EXPRESS_UPGRADING",
+        "CANCEL_UPGRADING",
+    }
+)
+
+
+def distrust(service: JSON | None) -> str | None:
+    """Why the RM's answer cannot be acted on, or None when it is the AM's own view of the service."""
+    if service is None:
+        return "the ResourceManager does not know the service (restarting or failing over?)"
+    state = str(service.get("state", ""))
+    if state not in AM_STATES:
+        return f"the ResourceManager reports the service {state or 'without a state'}"
+    triton = component_of(service, TRITON)
+    if triton is None or "number_of_containers" not in triton:
+        return "the ResourceManager answered without the Triton component (the AM has not reported yet)"
+    return None
+
+
 def containers_of(service: JSON, config: TarnConfig) -> list[Container]:
     """The Triton containers of the RM's service JSON, in instance order."""
     component = component_of(service, TRITON) or {}
@@ -66,6 +96,17 @@ def containers_of(service: JSON, config: TarnConfig) -> list[Container]:
             )
         )
     return sorted(found, key=lambda c: instance_number(c.instance))
+
+
+def with_known_addresses(containers: list[Container], known: dict[str, Container]) -> list[Container]:
+    """A container keeps the address the RM gave it while a later answer lacks one (a relaunched
+    AM recovering its containers reports them before their addresses)."""
+    return [
+        replace(c, host=known[c.container_id].host, ip=known[c.container_id].ip)
+        if not c.ip and c.container_id in known and known[c.container_id].ip
+        else c
+        for c in containers
+    ]
 
 
 class Scraper:
