@@ -3,7 +3,9 @@
 The controller is the single writer. Each tick it lists the children of --zk-path and makes
 them equal to the wanted set: ``plan_registry`` (pure) decides, ``Registry`` (kazoo) applies.
 Znodes of this service left by an earlier controller session (a restart) are replaced so that
-this session owns them; other services' znodes under the same path are never touched.
+this session owns them; other services' znodes under the same path are never touched. Each
+reconciliation is one ZooKeeper transaction (multi): a takeover deletes and recreates a znode
+atomically, so no reader ever sees the instance missing.
 """
 
 from __future__ import annotations
@@ -109,15 +111,12 @@ class Registry:
         present = {name: self._present(name) for name in children}
         self._known = {name: p for name, p in self._known.items() if name in children}
         plan = plan_registry(present, self._written, wanted, self._service, session)
+        if plan:
+            self._commit(plan, wanted)
         for name in plan.delete:
-            self._client.delete(f"{self._path}/{name}")
             self._written.pop(name, None)
             self._known.pop(name, None)
-        for name in plan.create:
-            self._client.create(f"{self._path}/{name}", wanted[name], ephemeral=True)
-            self._written[name] = wanted[name]
-        for name in plan.update:
-            self._client.set(f"{self._path}/{name}", wanted[name])
+        for name in (*plan.create, *plan.update):
             self._written[name] = wanted[name]
         for name in plan.delete:
             if name not in wanted:
@@ -125,6 +124,22 @@ class Registry:
         for name in plan.create:
             log.info("registered %s", name)
         return plan
+
+    def _commit(self, plan: RegistryPlan, wanted: Mapping[str, bytes]) -> None:
+        """The plan as one transaction: deletes first (a takeover recreates the same name)."""
+        transaction = self._client.transaction()
+        for name in plan.delete:
+            transaction.delete(f"{self._path}/{name}")
+        for name in plan.create:
+            transaction.create(f"{self._path}/{name}", wanted[name], ephemeral=True)
+        for name in plan.update:
+            transaction.set_data(f"{self._path}/{name}", wanted[name])
+        from kazoo.exceptions import RolledBackError
+
+        failed = [result for result in transaction.commit() if isinstance(result, Exception)]
+        if failed:  # ZooKeeper applied none of it; the next tick reads the children again
+            self._known = {}
+            raise next((f for f in failed if not isinstance(f, RolledBackError)), failed[0])
 
     def _present(self, name: str) -> Present:
         if name in self._written:

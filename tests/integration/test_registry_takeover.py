@@ -1,0 +1,122 @@
+"""A new controller session takes over the znodes of the old one without a gap, on a real
+ZooKeeper (Debian's, on loopback): a reader polling the children never sees an instance missing,
+and the old session ending removes nothing of the new one's."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from tarn.controller.registry import Registry, znode_data
+
+PATH = "/services/triton/instances"
+WANTED = {f"container_{n}": znode_data({"service": "svc", "instance": f"triton-{n}"}) for n in range(3)}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    home: Path = tmp_path_factory.mktemp("zookeeper")
+    port = free_port()
+    (home / "zoo.cfg").write_text(
+        f"tickTime=500\ndataDir={home / 'data'}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
+        "admin.enableServer=false\nmaxSessionTimeout=60000\n"
+    )
+    java = ["java", "-cp", "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"]
+    with open(home / "zookeeper.log", "wb") as log:
+        server = subprocess.Popen(
+            [*java, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(home / "zoo.cfg")],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    ensemble = f"127.0.0.1:{port}"
+    client = KazooClient(hosts=ensemble)
+    try:
+        client.start(timeout=60)
+        client.stop()
+        yield ensemble
+    finally:
+        client.close()
+        server.terminate()
+        server.wait(timeout=30)
+
+
+class Poller:
+    """Reads the children as fast as it can; counts the reads that miss a wanted znode."""
+
+    def __init__(self, ensemble: str) -> None:
+        self.client = KazooClient(hosts=ensemble)
+        self.client.start(timeout=30)
+        self.reads = 0
+        self.gaps: list[list[str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Poller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.client.stop()
+        self.client.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            children = self.client.get_children(PATH)
+            self.reads += 1
+            if set(WANTED) - set(children):
+                self.gaps.append(sorted(children))
+
+
+def session(ensemble: str) -> Registry:
+    registry = Registry(ensemble, PATH, "svc", session_timeout=10.0)
+    registry.start(timeout=30)
+    return registry
+
+
+def owners(ensemble: str) -> set[int]:
+    client = KazooClient(hosts=ensemble)
+    client.start(timeout=30)
+    try:
+        return {client.get(f"{PATH}/{name}")[1].ephemeralOwner for name in WANTED}
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_takeover_leaves_no_gap(ensemble: str) -> None:
+    current = session(ensemble)
+    current.sync(WANTED)
+    takeovers = 0
+    with Poller(ensemble) as poller:
+        for _ in range(25):  # each round: a new controller takes over, the old one is killed
+            successor = session(ensemble)
+            plan = successor.sync(WANTED)
+            assert sorted(plan.create) == sorted(WANTED)  # it took every znode over
+            assert owners(ensemble) == {successor._client.client_id[0]}
+            current._client.stop()  # the old session ends (as after kill -9 and its timeout)
+            current._client.close()
+            current = successor
+            takeovers += 1
+            time.sleep(0.05)
+    print(
+        f"\n[registry] {takeovers} takeovers, {poller.reads} reads of the children, {len(poller.gaps)} gaps"
+    )
+    assert poller.reads > 100
+    assert poller.gaps == []
+    assert owners(ensemble) == {current._client.client_id[0]}
+    current.stop()
