@@ -103,7 +103,7 @@ def test_takeover_leaves_no_gap(ensemble: str) -> None:
     current.sync(WANTED)
     takeovers = 0
     with Poller(ensemble) as poller:
-        for _ in range(25):  # each round: a new controller takes over, the old one is killed
+        while takeovers < 25:  # each round: a new controller takes over, the old one is killed
             successor = session(ensemble)
             plan = successor.sync(WANTED)
             assert sorted(plan.create) == sorted(WANTED)  # it took every znode over

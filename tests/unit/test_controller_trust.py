@@ -118,7 +118,7 @@ def test_an_untrusted_view_changes_nothing(reply: Any) -> None:
 
 
 def test_a_drain_waits_out_an_untrusted_view() -> None:
-    lab, _ = with_registry(instances=2, cooldown_ms=0)
+    lab = with_registry(instances=2, cooldown_ms=0)[0]
     lab.ticks(7)  # idle: 2 -> 1, triton-1 drains
     assert lab.controller.snapshot.drains["triton-1"].remove
     real = lab.rm.service

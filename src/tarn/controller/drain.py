@@ -132,5 +132,5 @@ def removing(drains: Drains) -> list[str]:
 
 def operator_drained(drains: Drains, pending: Iterable[Request], live: Iterable[str]) -> set[str]:
     """Instances under an operator's drain once ``pending`` requests apply (what the API answers)."""
-    after, _ = apply_requests(drains, pending, live)
+    after = apply_requests(drains, pending, live)[0]
     return {name for name, d in after.items() if not d.remove}
