@@ -19,6 +19,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -34,7 +35,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tarn import payload
-from tarn.haproxy.plan import AdminState
+from tarn.haproxy.plan import AdminState, Endpoint
 from tarn.haproxy.runtime import RuntimeApi, RuntimeApiError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +45,7 @@ TOKEN = "it-token-7d1f"  # noqa: S105 - a test token; the test checks it is sent
 CONTROLLER = ("127.0.0.2", 8888)
 ZOOKEEPER = ("127.0.0.3", 2181)
 INSTANCES = [f"127.0.0.{n}:8000" for n in range(11, 16)]
+STATE_FILE = "/run/haproxy-server-state"  # in the namespace's private /run
 CLONE_NEWNET = 0x40000000
 T = TypeVar("T")
 
@@ -449,7 +451,15 @@ def role_cfg(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                 "dest": str(out),
                                 "mode": "0644",
                             },
-                        }
+                        },
+                        {
+                            "name": "the server-state saver",
+                            "ansible.builtin.template": {
+                                "src": str(role / "templates" / "tarn-haproxy-save-state.j2"),
+                                "dest": str(out.parent / "save-state"),
+                                "mode": "0755",
+                            },
+                        },
                     ],
                 }
             ]
@@ -460,7 +470,7 @@ def role_cfg(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [
             "ansible-playbook",
             *("-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}"),
-            *("-e", "haproxy_slots=6", str(playbook)),
+            *("-e", "haproxy_slots=6", "-e", f"haproxy_server_state_file={STATE_FILE}", str(playbook)),
         ],
         capture_output=True,
         text=True,
@@ -515,6 +525,55 @@ def test_haproxy_restart_restores_the_backend(
     assert restored < 2.0
     assert serving < 2.0
     assert "HAProxy answers again" in bench.log()
+
+
+def test_a_reload_keeps_the_backend_without_the_sync(bench: Bench, role_cfg: Path) -> None:
+    """The role's reload (Debian's unit + the drop-in: save the states, then USR2 to the master)
+    under a constant load, with no sync running to repair anything: every slot keeps its
+    address and state, and no request fails."""
+    proxy = Haproxy(bench.ns, role_cfg)
+    proxy.process = bench.ns.popen(["haproxy", "-W", "-db", "-f", str(role_cfg)], "haproxy.log")
+    wait_until(proxy._answers, "HAProxy's socket answers")
+    for slot, address in enumerate(INSTANCES[:3], start=1):
+        host, port = address.split(":")
+        proxy.api.set_address(BACKEND, f"triton-{slot}", Endpoint(host, int(port)))
+        proxy.api.set_state(BACKEND, f"triton-{slot}", AdminState.READY)
+    wait_until(lambda: proxy.ready() == set(INSTANCES[:3]), "three instances served")
+    wait_until(lambda: bench.ns.get("/v2/models", timeout=1)[0] == 200, "traffic flows")
+    before = proxy.states()
+
+    results: list[int] = []
+    stop = threading.Event()
+
+    def load() -> None:
+        while not stop.is_set():
+            try:
+                results.append(bench.ns.get("/v2/models", timeout=5)[0])
+            except OSError:
+                results.append(0)
+
+    worker = threading.Thread(target=load, daemon=True)
+    worker.start()
+    time.sleep(0.5)
+    saver = bench.ns.popen(["sh", str(role_cfg.parent / "save-state")], "save-state.log")
+    assert saver.wait(10) == 0
+    assert "triton-1" in Path(bench.ns.path(STATE_FILE)).read_text()
+    os.kill(proxy.process.pid, signal.SIGUSR2)  # what ExecReload's kill -USR2 $MAINPID does
+    seen = []
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        with contextlib.suppress(RuntimeApiError):
+            seen.append(proxy.ready())
+        time.sleep(0.02)
+    stop.set()
+    worker.join()
+    failed = sum(1 for code in results if code != 200)
+    print(f"\n[role reload] {len(results)} requests, {failed} failed; {len(seen)} reads of the slots")
+    assert "Former worker" in (bench.tmp / "haproxy.log").read_text()  # the reload happened
+    assert all(ready == set(INSTANCES[:3]) for ready in seen)
+    assert {k: v[:2] for k, v in proxy.states().items()} == {k: v[:2] for k, v in before.items()}
+    assert failed == 0
+    assert len(results) > 50
 
 
 def test_zookeeper_source_follows_the_znodes(bench: Bench) -> None:
