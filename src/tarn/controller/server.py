@@ -38,6 +38,7 @@ SECURITY_HEADERS = {
 }
 QUERY_TOKEN_PATHS = ("/metrics", "/dashboard")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+IDLE_TIMEOUT_S = 10.0
 
 
 class BadRequest(Exception):
@@ -116,6 +117,7 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "tarn-controller"
         sys_version = ""
+        timeout = IDLE_TIMEOUT_S  # a client that sends half a request must not hold a thread forever
 
         def do_GET(self) -> None:
             self._dispatch("GET")
@@ -125,6 +127,12 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
 
         def do_DELETE(self) -> None:
             self._dispatch("DELETE")
+
+        def __getattr__(self, name: str) -> Callable[[], None]:
+            """Any other method (PUT, HEAD, FOO...) is routed too: 405 or 404, never http.server's 501."""
+            if name.startswith("do_"):
+                return lambda: self._dispatch(name.removeprefix("do_"))
+            raise AttributeError(name)
 
         def _dispatch(self, method: str) -> None:
             url = urlsplit(self.path)
