@@ -120,3 +120,19 @@ def test_takeover_leaves_no_gap(ensemble: str) -> None:
     assert poller.gaps == []
     assert owners(ensemble) == {current._client.client_id[0]}
     current.stop()
+
+
+def test_the_memory_outlives_the_session(ensemble: str) -> None:
+    first = session(ensemble)
+    assert first.load_memory() is None
+    first.save_memory(b'{"version": 1}')
+    first.save_memory(b'{"version": 1, "history": []}')  # the second write replaces the first
+    first._client.stop()  # killed: the memory is persistent, not ephemeral
+    first._client.close()
+    second = session(ensemble)
+    try:
+        assert second.load_memory() == b'{"version": 1, "history": []}'
+        assert "controller.svc" not in second._client.get_children(PATH)  # readers of PATH see instances only
+        assert "controller.svc" in second._client.get_children("/services/triton")
+    finally:
+        second.stop()

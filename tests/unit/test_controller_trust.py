@@ -62,6 +62,7 @@ class Registry:
     def __init__(self) -> None:
         self.znodes: dict[str, bytes] = {}
         self.syncs = 0
+        self.memory: bytes | None = None
 
     @property
     def connected(self) -> bool:
@@ -74,6 +75,12 @@ class Registry:
 
     def registered(self) -> set[str]:
         return set(self.znodes)
+
+    def load_memory(self) -> bytes | None:
+        return self.memory
+
+    def save_memory(self, data: bytes) -> None:
+        self.memory = data
 
 
 def with_registry(instances: int, **overrides: Any) -> tuple[Lab, Registry]:

@@ -36,6 +36,7 @@ from tarn.controller.drain import (
     removing,
     step,
 )
+from tarn.controller.memory import Memory, ScalingEvent, decode, encode
 from tarn.controller.observe import Container, Scrape, containers_of, distrust, with_known_addresses
 from tarn.controller.registry import RegistryPlan, znode_data
 from tarn.controller.signals import Gpu, Load, TritonSample, instance_load
@@ -69,6 +70,8 @@ class RegistryApi(Protocol):
     def connected(self) -> bool: ...
     def sync(self, wanted: dict[str, bytes]) -> RegistryPlan: ...
     def registered(self) -> set[str]: ...
+    def load_memory(self) -> bytes | None: ...
+    def save_memory(self, data: bytes) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -103,15 +106,6 @@ class InstanceView:
             "url": f"http://{self.ip}:{self.http_port}",
             "models": list(self.models),
         }
-
-
-@dataclass(frozen=True)
-class ScalingEvent:
-    at: float  # wall clock
-    direction: str
-    target_from: int
-    target_to: int
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -195,6 +189,7 @@ class ControlLoop:
         self._published = threading.Condition(self._lock)
         self._requests: list[Request] = []
         self._snapshot = Snapshot(service=config.service_name)
+        self._memory: Memory | None = None  # what ZooKeeper holds; None until read back
 
     # ---- what the API reads
     @property
@@ -247,6 +242,7 @@ class ControlLoop:
             service, doubt = None, f"ResourceManager: {exc}"
         if service is None or doubt is not None:
             return self._publish(self._unknown(doubt or "no answer", began))
+        self._recall(problems)
 
         containers = with_known_addresses(containers_of(service, self.config), self._addresses)
         self._addresses = {c.container_id: c for c in containers if c.ip}
@@ -279,8 +275,40 @@ class ControlLoop:
             tick_seconds=self._clock() - began,
             drains=dict(self._drains),
         )
+        self._remember_all(problems)
         self.counters.ticks += 1
         return self._publish(snapshot)
+
+    # ---- memory: the history and the drains, across restarts (tarn.controller.memory)
+    def _recall(self, problems: list[str]) -> None:
+        """Once, before the first trusted tick acts: what an earlier controller remembered."""
+        if self._memory is not None or self._registry is None or not self._registry.connected:
+            return
+        try:
+            data = self._registry.load_memory()
+        except Exception as exc:  # kazoo's errors: tried again next tick
+            problems.append(f"ZooKeeper: the controller's memory is unreadable ({exc.__class__.__name__})")
+            return
+        self._memory = decode(data, self._clock(), self._wall())
+        self._history.extendleft(reversed(self._memory.history))
+        self._drains = {**self._memory.drains, **self._drains}
+        if data:
+            log.info(
+                "recalled %d scaling events, drains: %s",
+                len(self._memory.history),
+                sorted(self._drains) or "none",
+            )
+
+    def _remember_all(self, problems: list[str]) -> None:
+        memory = Memory(tuple(self._history), dict(self._drains))
+        if self._registry is None or self._memory is None or memory == self._memory:
+            return
+        try:
+            self._registry.save_memory(encode(memory, self._clock(), self._wall()))
+        except Exception as exc:  # kazoo's errors: written next tick
+            problems.append(f"ZooKeeper: the controller's memory was not saved ({exc.__class__.__name__})")
+            return
+        self._memory = memory
 
     def _unknown(self, doubt: str, began: float) -> Snapshot:
         """A view that cannot be trusted changes nothing: discovery, drains, the target and the

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tarn.controller.memory import memory_path
+
 log = logging.getLogger("tarn.controller.registry")
 
 
@@ -77,6 +79,7 @@ class Registry:
         from kazoo.client import KazooClient  # the controller's dependency, not the CLI's
 
         self._path = path.rstrip("/")
+        self._memory = memory_path(path, service)
         self._service = service
         self._client = KazooClient(hosts=ensemble, timeout=session_timeout)
         self._written: dict[str, bytes] = {}
@@ -85,6 +88,19 @@ class Registry:
 
     def start(self, timeout: float = 10.0) -> None:
         self._client.start(timeout=timeout)
+
+    # ---- the controller's memory (tarn.controller.memory): one persistent znode
+    def load_memory(self) -> bytes | None:
+        if not self._client.exists(self._memory):
+            return None
+        data: bytes = self._client.get(self._memory)[0]
+        return data
+
+    def save_memory(self, data: bytes) -> None:
+        if self._client.exists(self._memory):
+            self._client.set(self._memory, data)
+        else:
+            self._client.create(self._memory, data, makepath=True)
 
     def stop(self) -> None:
         """Remove our znodes now (a clean stop), rather than when the session expires."""
