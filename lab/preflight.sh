@@ -22,6 +22,7 @@ checks=(
   "chromium                    chromium         the dashboard test in headless Chromium"
   "haproxy                     haproxy          tests/integration (a real HAProxy)"
   "/usr/share/java/zookeeper.jar zookeeper      tests/integration (a real ZooKeeper)"
+  "socat                       socat            tests/integration (the haproxy role's state saver)"
   "ip                          iproute2         tests/integration (network namespaces)"
   "unshare                     util-linux       tests/integration (network namespaces)"
   "nsenter                     util-linux       tests/integration (network namespaces)"

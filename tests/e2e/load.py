@@ -26,6 +26,15 @@ class Tally:
     errors: list[str] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
     by_target: dict[str, int] = field(default_factory=dict)
+    failing_since: float | None = None  # monotonic time of the first failure
+    failing_until: float | None = None  # and of the last
+
+    @property
+    def failing_s(self) -> float:
+        """How long requests kept failing: first failure to last (0 without failures)."""
+        if self.failing_since is None or self.failing_until is None:
+            return 0.0
+        return self.failing_until - self.failing_since
 
     def percentile(self, fraction: float) -> float:
         ordered = sorted(self.latencies)
@@ -92,5 +101,7 @@ class Load:
                 else:
                     self.tally.failed += 1
                     self.tally.errors.append(str(error))
+                    self.tally.failing_since = self.tally.failing_since or began
+                    self.tally.failing_until = time.monotonic()
             if self._pause_s:
                 time.sleep(self._pause_s)

@@ -30,7 +30,7 @@ from tarn.clients.triton import Triton
 from tarn.errors import TarnError
 from tarn.stdlib.webhdfs import WebHdfsClient
 
-from .conftest import LAB_MASTER, LAB_USER, wait_for
+from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
 from .load import Load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,20 +81,10 @@ class Service:
 
     def registered(self) -> dict[str, dict[str, Any]]:
         """container id -> znode JSON, straight from ZooKeeper."""
-        found = {}
-        for child in self.zk.get_children(ZK_PATH) if self.zk.exists(ZK_PATH) else []:
-            reply = self.zk.exists(f"{ZK_PATH}/{child}") and self.zk.get(f"{ZK_PATH}/{child}")
-            if reply:  # a znode may go between the listing and the read
-                found[child] = json.loads(reply[0])
-        return found
+        return {child: json.loads(data) for child, (data, _stat) in znodes(self.zk, ZK_PATH).items()}
 
     def owners(self) -> set[int]:
-        owners = set()
-        for child in self.zk.get_children(ZK_PATH) if self.zk.exists(ZK_PATH) else []:
-            stat = self.zk.exists(f"{ZK_PATH}/{child}")
-            if stat is not None:
-                owners.add(int(stat.ephemeralOwner))
-        return owners
+        return {int(stat.ephemeralOwner) for _data, stat in znodes(self.zk, ZK_PATH).values()}
 
 
 class Discovery:

@@ -24,7 +24,7 @@ from tarn.haproxy.plan import AdminState
 from tarn.haproxy.runtime import parse_servers_state
 from tarn.stdlib.webhdfs import WebHdfsClient
 
-from .conftest import LAB_MASTER, LAB_USER, wait_for
+from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
 from .load import Load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,18 +61,15 @@ def backend_ready() -> set[str]:
 
 
 class Registered:
-    def __init__(self, zk: KazooClient) -> None:
+    """The instances of ``service`` registered under ZK_PATH, as host:port."""
+
+    def __init__(self, zk: KazooClient, service: str = SERVICE) -> None:
         self.zk = zk
+        self.service = service
 
     def endpoints(self) -> set[str]:
-        found = set()
-        for child in self.zk.get_children(ZK_PATH) if self.zk.exists(ZK_PATH) else []:
-            reply = self.zk.exists(f"{ZK_PATH}/{child}") and self.zk.get(f"{ZK_PATH}/{child}")
-            if reply:
-                record = json.loads(reply[0])
-                if record.get("service") == SERVICE:
-                    found.add(f"{record['ip']}:{record['http_port']}")
-        return found
+        records = [json.loads(data) for data, _stat in znodes(self.zk, ZK_PATH).values()]
+        return {f"{r['ip']}:{r['http_port']}" for r in records if r.get("service") == self.service}
 
 
 def converged(registered: Registered, count: int, timeout: float, what: str) -> set[str]:

@@ -531,6 +531,7 @@ def test_a_reload_keeps_the_backend_without_the_sync(bench: Bench, role_cfg: Pat
     """The role's reload (Debian's unit + the drop-in: save the states, then USR2 to the master)
     under a constant load, with no sync running to repair anything: every slot keeps its
     address and state, and no request fails."""
+    assert shutil.which("socat"), "the state saver talks to HAProxy's socket with socat: apt install socat"
     proxy = Haproxy(bench.ns, role_cfg)
     proxy.process = bench.ns.popen(["haproxy", "-W", "-db", "-f", str(role_cfg)], "haproxy.log")
     wait_until(proxy._answers, "HAProxy's socket answers")

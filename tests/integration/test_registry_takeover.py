@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Iterator
@@ -136,3 +138,33 @@ def test_the_memory_outlives_the_session(ensemble: str) -> None:
         assert "controller.svc" in second._client.get_children("/services/triton")
     finally:
         second.stop()
+
+
+def test_a_stopping_controller_leaves_its_znodes_to_the_session(ensemble: str) -> None:
+    """The controller's stop path (detach, then exit): the znodes stand after the process is gone,
+    for a successor to take over, and go when the session times out."""
+    script = textwrap.dedent(f"""
+        from tarn.controller.registry import Registry, znode_data
+        registry = Registry({ensemble!r}, {PATH!r}, "svc-stop", session_timeout=4.0)
+        registry.start(timeout=30)
+        registry.sync({{"stopping-1": znode_data({{"service": "svc-stop"}})}})
+        print(registry.detach())
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    exited = time.monotonic()
+    assert done.stdout.strip() == "1"
+    reader = KazooClient(hosts=ensemble)
+    reader.start(timeout=30)
+    try:
+        assert reader.exists(f"{PATH}/stopping-1"), "the znode went with the process"
+        while reader.exists(f"{PATH}/stopping-1"):
+            assert time.monotonic() - exited < 30, "the znode outlived its session"
+            time.sleep(0.1)
+        stood = time.monotonic() - exited
+    finally:
+        reader.stop()
+        reader.close()
+    print(f"\n[registry] a stopped controller's znode stood {stood:.1f} s (session timeout 4 s)")
+    assert stood > 1.0

@@ -2,44 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 from collections.abc import Iterator, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.errors import ClusterError
 
+from .loopback import QuietHandler, reply_json, serve, url
+
 INFO = {"clusterInfo": {"haState": "ACTIVE", "state": "STARTED"}}
 
 
-def serve(
+def serve_json(
     status: int, body: Mapping[str, object], headers: dict[str, str] | None = None
 ) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
-            payload = json.dumps(body).encode()
-            self.send_response(status)
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            reply_json(self, status, body, headers)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def url(server: ThreadingHTTPServer) -> str:
-    return f"http://127.0.0.1:{server.server_address[1]}"
+    return serve(Handler)
 
 
 def closed_port() -> str:
@@ -50,14 +34,14 @@ def closed_port() -> str:
 
 @pytest.fixture
 def active() -> Iterator[ThreadingHTTPServer]:
-    server = serve(200, INFO)
+    server = serve_json(200, INFO)
     yield server
     server.shutdown()
 
 
 @pytest.fixture
 def standby() -> Iterator[ThreadingHTTPServer]:
-    server = serve(307, {}, {"Location": "http://elsewhere:8088/"})
+    server = serve_json(307, {}, {"Location": "http://elsewhere:8088/"})
     yield server
     server.shutdown()
 

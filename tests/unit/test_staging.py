@@ -46,6 +46,8 @@ from tarn.stdlib.webhdfs import (
     namenode_location,
 )
 
+from .loopback import QuietHandler, reply_json, serve
+
 # ---- an independent HDFS checksum: slow and obviously right ------------------------------------
 
 
@@ -125,22 +127,22 @@ class FakeHdfs:
         with self._lock:
             failing, self.fail_next = self.fail_next > 0, max(0, self.fail_next - 1)
         if failing:
-            return _reply(
+            return reply_json(
                 handler, 503, {"RemoteException": {"exception": "RetriableException", "message": "busy"}}
             )
         op = query.get("op")
         if op in ("OPEN", "GETFILECHECKSUM"):
             port = self.datanode.server_address[1]
             location = f"http://127.0.0.1:{port}/webhdfs/v1{urllib.parse.quote(path)}?{urllib.parse.urlencode(query)}"
-            return _reply(handler, 307, {}, {"Location": location})
+            return reply_json(handler, 307, {}, {"Location": location})
         if op == "GETFILESTATUS" and (entry := self._status(path)):
-            return _reply(handler, 200, {"FileStatus": entry})
+            return reply_json(handler, 200, {"FileStatus": entry})
         if op == "LISTSTATUS" and (entries := self._list(path)) is not None:
-            return _reply(handler, 200, {"FileStatuses": {"FileStatus": entries}})
+            return reply_json(handler, 200, {"FileStatuses": {"FileStatus": entries}})
         if op not in ("GETFILESTATUS", "LISTSTATUS"):
-            return _reply(handler, 400, {"RemoteException": {"exception": "IllegalArgumentException"}})
+            return reply_json(handler, 400, {"RemoteException": {"exception": "IllegalArgumentException"}})
         missing = {"exception": "FileNotFoundException", "message": f"File does not exist: {path}"}
-        return _reply(handler, 404, {"RemoteException": missing})
+        return reply_json(handler, 404, {"RemoteException": missing})
 
     def _status(self, path: str, suffix: str = "") -> dict[str, Any] | None:
         if path in self.files:
@@ -169,9 +171,9 @@ class FakeHdfs:
     def _datanode(self, handler: BaseHTTPRequestHandler, path: str, query: dict[str, str]) -> None:
         f = self.files.get(path)
         if f is None:
-            return _reply(handler, 404, {"RemoteException": {"exception": "FileNotFoundException"}})
+            return reply_json(handler, 404, {"RemoteException": {"exception": "FileNotFoundException"}})
         if query.get("op") == "GETFILECHECKSUM":
-            return _reply(handler, 200, {"FileChecksum": self.checksum(f)})
+            return reply_json(handler, 200, {"FileChecksum": self.checksum(f)})
         offset = int(query.get("offset", "0"))
         with self._lock:
             self.opens.append((path, offset))
@@ -199,33 +201,14 @@ class FakeHdfs:
 
 
 def _serve(route: Callable[[BaseHTTPRequestHandler, str, dict[str, str]], None]) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             parts = urllib.parse.urlsplit(self.path)
             assert parts.path.startswith("/webhdfs/v1/")
             path = urllib.parse.unquote(parts.path[len("/webhdfs/v1") :])
             route(self, path, dict(urllib.parse.parse_qsl(parts.query)))
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    return server
-
-
-def _reply(
-    handler: BaseHTTPRequestHandler, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
-) -> None:
-    payload = json.dumps(body).encode()
-    handler.send_response(status)
-    for key, value in (headers or {}).items():
-        handler.send_header(key, value)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(payload)))
-    handler.end_headers()
-    handler.wfile.write(payload)
+    return serve(Handler)
 
 
 # ---- fixtures ---------------------------------------------------------------------------------

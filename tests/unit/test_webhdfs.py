@@ -6,9 +6,7 @@ The same calls against a real HDFS: tests/e2e/test_lab_cluster.py (Molecule's la
 from __future__ import annotations
 
 import base64
-import json
 import sys
-import threading
 import types
 import urllib.parse
 from collections.abc import Iterator
@@ -19,6 +17,8 @@ from typing import Any
 import pytest
 
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, WebHdfsError
+
+from .loopback import QuietHandler, reply_json, serve
 
 
 class Hdfs:
@@ -40,36 +40,37 @@ class Hdfs:
         path = urllib.parse.unquote(parts.path.removeprefix("/datanode").removeprefix("/webhdfs/v1"))
         self.seen.append((method, "datanode" if datanode else "namenode", query.get("op", ""), len(body)))
         if query.get("user.name") != "tarn":
-            return reply(handler, 401, {"RemoteException": {"exception": "SecurityException"}})
+            return reply_json(handler, 401, {"RemoteException": {"exception": "SecurityException"}})
         if self.fail_next:
             self.fail_next -= 1
-            return reply(handler, 503, {"RemoteException": {"exception": "RetriableException"}})
+            return reply_json(handler, 503, {"RemoteException": {"exception": "RetriableException"}})
         op = query["op"]
         if datanode:
             self.files[path] = body
-            return reply(handler, 201, {})
+            return reply_json(handler, 201, {})
         if op == "CREATE":
             if query.get("overwrite") == "false" and path in self.files:
-                return reply(handler, 403, {"RemoteException": {"exception": "FileAlreadyExistsException"}})
+                exists = {"exception": "FileAlreadyExistsException"}
+                return reply_json(handler, 403, {"RemoteException": exists})
             location = f"{self.url}/datanode{parts.path.removeprefix('/webhdfs/v1')}?{parts.query}"
-            return reply(handler, 307, {}, {"Location": location})
+            return reply_json(handler, 307, {}, {"Location": location})
         if op == "MKDIRS":
             self.dirs.add(path)
-            return reply(handler, 200, {"boolean": True})
+            return reply_json(handler, 200, {"boolean": True})
         if op == "DELETE":
             gone = [p for p in self.files if p == path or p.startswith(path + "/")]
             for name in gone:
                 del self.files[name]
-            return reply(handler, 200, {"boolean": bool(gone)})
+            return reply_json(handler, 200, {"boolean": bool(gone)})
         if op == "GETFILESTATUS" and path in self.files:
             status = {"type": "FILE", "length": len(self.files[path]), "owner": "tarn", "permission": "644"}
-            return reply(handler, 200, {"FileStatus": status})
-        return reply(handler, 404, {"RemoteException": {"exception": "FileNotFoundException"}})
+            return reply_json(handler, 200, {"FileStatus": status})
+        return reply_json(handler, 404, {"RemoteException": {"exception": "FileNotFoundException"}})
 
     def _serve(self) -> ThreadingHTTPServer:
         hdfs = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_PUT(self) -> None:
                 hdfs.handle(self, "PUT")
 
@@ -79,26 +80,7 @@ class Hdfs:
             def do_DELETE(self) -> None:
                 hdfs.handle(self, "DELETE")
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return server
-
-
-def reply(
-    handler: BaseHTTPRequestHandler, code: int, body: Any, headers: dict[str, str] | None = None
-) -> None:
-    payload = json.dumps(body).encode()
-    handler.send_response(code)
-    for key, value in (headers or {}).items():
-        handler.send_header(key, value)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(payload)))
-    handler.end_headers()
-    handler.wfile.write(payload)
+        return serve(Handler)
 
 
 @pytest.fixture

@@ -60,6 +60,7 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
         server.shutdown()
         scraper.close()
         if registry is not None:
-            registry.stop()  # remove our znodes now rather than at session expiry
+            left = registry.detach()
+            log.info("leaving %d registrations to the ZooKeeper session for a successor", left)
         log.info("stopped")
     return 0

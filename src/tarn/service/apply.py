@@ -12,7 +12,7 @@ from tarn.service.cluster import Cluster
 from tarn.service.options import Options
 from tarn.service.plan import Plan
 from tarn.service.upgrade import rolling_upgrade
-from tarn.service.wait import stopped, until, wait_ready
+from tarn.service.wait import stable, stopped, until, wait_ready
 from tarn.spec import TRITON
 
 JSON = dict[str, Any]
@@ -44,6 +44,11 @@ def apply(cluster: Cluster, name: str, steps: Plan, desired: Desired | None, opt
     if steps.upgrade or steps.resume_upgrade:
         assert desired is not None
         if steps.upgrade:
+            # YARN refuses an upgrade while a container is being replaced (state STARTED): wait
+            # for that to finish rather than fail a deploy that is merely early.
+            until(
+                rm, name, stable, f"service {name}: STABLE, as YARN upgrades only a stable service", options
+            )
             upload(cluster, desired)
             try:
                 rm.initiate_upgrade(desired.spec)

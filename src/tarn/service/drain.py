@@ -10,6 +10,7 @@ from tarn.clients.controller import ControllerClient
 from tarn.errors import ClusterError
 from tarn.service.options import Options
 from tarn.service.report import controller_url
+from tarn.service.wait import poll
 from tarn.spec import read_back
 
 JSON = dict[str, Any]
@@ -33,3 +34,26 @@ def drain(service: JSON, controller: ControllerClient, instance: str) -> tuple[b
     started = time.monotonic()
     answer = controller.drain(instance, timeout=timeout)
     return bool(answer.get("drained")), time.monotonic() - started
+
+
+def serving(listing: JSON, instance: str) -> bool:
+    """The controller's listing has ``instance`` back in discovery (registered)."""
+    rows = listing.get("instances") or []
+    return any(row.get("instance") == instance and row.get("registered") for row in rows)
+
+
+def wait_serving(controller: ControllerClient, instance: str, options: Options) -> float:
+    """Wait until the controller has ``instance`` registered again (seconds taken): YARN's READY
+    comes before the controller's next tick registers it, and draining the next instance in that
+    window would leave discovery with fewer instances than the upgrade means to keep."""
+
+    def listing() -> JSON | None:
+        try:
+            return controller.instances()
+        except ClusterError:
+            return None  # the controller relaunching: ask again
+
+    started = time.monotonic()
+    what = f"the controller to register {instance} again"
+    poll(listing, lambda found: serving(found, instance), what, options)
+    return time.monotonic() - started

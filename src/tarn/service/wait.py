@@ -25,17 +25,23 @@ def stopped(service: JSON) -> bool:
     return str(service.get("state")) in STOPPED_STATES
 
 
+def stable(service: JSON) -> bool:
+    """YARN has every component at its count: the only state in which it starts an upgrade."""
+    return service.get("state") == "STABLE"
+
+
 def upgrading(service: JSON) -> bool:
     """An upgrade is under way: YARN says so, or some instance waits for its upgrade."""
     return str(service.get("state")) in UPGRADING_STATES or bool(needing_upgrade(service, TRITON, CONTROLLER))
 
 
 def finalized(version: str) -> Predicate:
-    return lambda service: service.get("version") == version and service.get("state") == "STABLE"
+    return lambda service: service.get("version") == version and stable(service)
 
 
-def instance_ready(component: str, instance: str) -> Predicate:
-    return lambda service: instance_state(service, component, instance) == "READY"
+def instance_upgraded(component: str, instance: str) -> Predicate:
+    """The instance's upgrade is over: READY, or FAILED_UPGRADE (YARN will not retry it)."""
+    return lambda service: instance_state(service, component, instance) in ("READY", "FAILED_UPGRADE")
 
 
 def ready(count: int) -> Predicate:
@@ -73,16 +79,22 @@ def instance_state(service: JSON, component: str, instance: str) -> str | None:
 # ---- the waiter
 
 
-def until(rm: ResourceManager, name: str, test: Predicate, what: str, options: Options) -> JSON:
-    """The service once ``test`` holds for it; ClusterError after ``options.timeout``."""
+def poll(read: Callable[[], JSON | None], test: Predicate, what: str, options: Options) -> JSON:
+    """The first answer of ``read`` that ``test`` holds for (None: no answer yet, ask again);
+    ClusterError naming ``what`` after ``options.timeout``."""
     deadline = time.monotonic() + options.timeout
     while True:
-        service = rm.service(name)
-        if service is not None and test(service):
-            return service
+        found = read()
+        if found is not None and test(found):
+            return found
         if time.monotonic() > deadline:
             raise ClusterError(f"timed out after {options.timeout:.0f} s waiting for {what}")
         time.sleep(options.poll)
+
+
+def until(rm: ResourceManager, name: str, test: Predicate, what: str, options: Options) -> JSON:
+    """The service once ``test`` holds for it; ClusterError after ``options.timeout``."""
+    return poll(lambda: rm.service(name), test, what, options)
 
 
 def wait_ready(rm: ResourceManager, name: str, count: int, options: Options) -> JSON:

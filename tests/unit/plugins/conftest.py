@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tarn.errors import ClusterError
+
 ROOT = Path(__file__).resolve().parents[3]
 COLLECTIONS = ROOT / "build" / "collections"
 if not (COLLECTIONS / "ansible_collections" / "tarn" / "yarn").exists():
@@ -29,12 +31,20 @@ class FakeRM:
 
     configured_urls = ("http://rm1:8088", "http://rm2:8088")
 
-    def __init__(self, service: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, service: dict[str, Any] | None = None, stable_after: int = 0, failing_upgrade: str = ""
+    ) -> None:
         self.services = {service["name"]: copy.deepcopy(service)} if service else {}
         self.calls: list[tuple[str, ...]] = []
+        self.stable_after = stable_after  # reads before a STARTED service becomes STABLE
+        self.failing_upgrade = failing_upgrade  # an instance YARN fails to upgrade
 
     def service(self, name: str) -> dict[str, Any] | None:
         found = self.services.get(name)
+        if found and found["state"] == "STARTED":
+            self.stable_after -= 1
+            if self.stable_after < 0:
+                found["state"] = "STABLE"
         return copy.deepcopy(found) if found else None
 
     def create_service(self, spec: dict[str, Any]) -> dict[str, Any]:
@@ -64,6 +74,11 @@ class FakeRM:
         becomes the service's once each was upgraded (auto-finalize)."""
         self.calls.append(("upgrade", spec["version"]))
         current = self.services[spec["name"]]
+        if current["state"] != "STABLE":  # YARN's ServiceClient answers 400 with these words
+            raise ClusterError(
+                f"PUT /app/v1/services/{spec['name']} answered 400: {spec['name']} is at "
+                f"{current['state']} state and upgrade can only be initiated when service is STABLE."
+            )
         old = {c["name"]: c for c in current["components"]}
         shown = {c["name"]: c for c in running(spec)["components"]}
         for item in spec["components"]:
@@ -81,7 +96,7 @@ class FakeRM:
         for item in current["components"]:
             for container in item["containers"]:
                 if container["component_instance_name"] == instance:
-                    container["state"] = "READY"
+                    container["state"] = "FAILED_UPGRADE" if instance == self.failing_upgrade else "READY"
         if all(c["state"] == "READY" for item in current["components"] for c in item["containers"]):
             upgraded = running(self.pending)
             for item, before in zip(upgraded["components"], current["components"], strict=True):
@@ -166,7 +181,6 @@ def no_controller(monkeypatch: pytest.MonkeyPatch) -> None:
     """Module tests talk to no server: the controller a fake service names (worker1:8888) is
     unreachable here, as it would be with the controller down. Tests that drain replace it."""
     from tarn import service as tarn_service
-    from tarn.errors import ClusterError
 
     class Unreachable:
         def __init__(self, url: str, *args: Any, **kwargs: Any) -> None:

@@ -54,6 +54,9 @@ def no_drain(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         def undrain(self, instance: str) -> None:
             pass
 
+        def instances(self) -> dict[str, Any]:
+            return {"instances": [{"instance": f"triton-{n}", "registered": True} for n in range(4)]}
+
     monkeypatch.setattr(tarn_service.drain, "ControllerClient", Controller)
     return drained
 
@@ -110,6 +113,66 @@ def test_upgrade_drains_each_triton_instance_first(run_module, no_drain: list[st
     assert "TARN_IMAGE_STANDIN" in str(rm.service("mod-unit"))
     again = run_module(tarn_deploy, {**BASE, "env": {"TARN_IMAGE_STANDIN": "v2"}}, rm)
     assert not again["changed"]
+
+
+def test_upgrade_drains_the_next_instance_only_once_the_last_is_registered_again(
+    run_module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """YARN's READY comes before the controller registers the instance: until it does, the next
+    drain would leave discovery one instance short (seen through HAProxy: 8 s with none)."""
+    events: list[str] = []
+
+    class Controller:
+        def __init__(self, url: str, token: Any = None) -> None:
+            self.polls = 0
+
+        def drain(self, instance: str, timeout: float = 0) -> dict[str, Any]:
+            events.append(f"drain {instance}")
+            return {"instance": instance, "drained": True}
+
+        def undrain(self, instance: str) -> None:
+            events.append(f"undrain {instance}")
+            self.polls = 0
+
+        def instances(self) -> dict[str, Any]:
+            self.polls += 1  # registered from the third look on
+            events.append(f"registered {self.polls >= 3}")
+            return {
+                "instances": [{"instance": f"triton-{n}", "registered": self.polls >= 3} for n in range(2)]
+            }
+
+    monkeypatch.setattr(tarn_service.drain, "ControllerClient", Controller)
+    result = run_module(tarn_deploy, {**BASE, "env": {"TARN_IMAGE_STANDIN": "v2"}}, FakeRM(deployed(2)))
+    assert not result.get("failed"), result.get("msg")
+    assert events == [
+        "drain triton-0", "undrain triton-0", "registered False", "registered False", "registered True",
+        "drain triton-1", "undrain triton-1", "registered False", "registered False", "registered True",
+    ]  # fmt: skip
+
+
+def test_upgrade_waits_for_a_stable_service(run_module) -> None:
+    """YARN refuses an upgrade while it replaces a container (STARTED): the deploy waits it out."""
+    rm = FakeRM(deployed(2, "STARTED"), stable_after=3)
+    result = run_module(tarn_deploy, {**BASE, "env": {"TARN_IMAGE_STANDIN": "v2"}}, rm)
+    assert not result.get("failed"), result.get("msg")
+    assert result["state"] == "STABLE"
+    assert "TARN_IMAGE_STANDIN" in str(rm.service("mod-unit"))
+
+
+def test_upgrade_of_a_service_never_stable_names_the_wait(run_module) -> None:
+    rm = FakeRM(deployed(2, "STARTED"), stable_after=10**6)
+    result = run_module(tarn_deploy, {**BASE, "env": {"A": "b"}, "wait_timeout": 1}, rm)
+    assert result["failed"]
+    assert "STABLE, as YARN upgrades only a stable service" in result["msg"]
+    assert [c for c in rm.calls if c[0] == "upgrade"] == []
+
+
+def test_an_instance_yarn_fails_to_upgrade_fails_the_deploy_at_once(run_module) -> None:
+    rm = FakeRM(deployed(2), failing_upgrade="triton-0")
+    result = run_module(tarn_deploy, {**BASE, "env": {"A": "b"}, "wait_timeout": 600}, rm)
+    assert result["failed"]
+    assert "YARN failed to upgrade triton-0 (FAILED_UPGRADE" in result["msg"]
+    assert [c for c in rm.calls if c[0] == "upgrade-instance"] == [("upgrade-instance", "triton-0")]
 
 
 def test_create_uploads_code_and_token(run_module) -> None:

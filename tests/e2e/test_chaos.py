@@ -1,0 +1,240 @@
+"""Chaos on the lab (issue 11): each fault under a constant inference load through the edge's
+HAProxy (the entry point clients use), one at a time, counting every failed request and the
+seconds from the end of the fault until the service is whole again: YARN shows it STABLE with 2
+READY Triton containers and the controller, ZooKeeper has the 2 instances and HAProxy's ready
+servers are exactly them. The service runs 2 instances (min = max: the autoscaler stays out).
+
+Printed per fault: `[chaos] <fault>: <ok> ok, <failed> failed, whole <s> s after the fault`. The
+suite runs last (conftest). Rerun alone with `pytest -s tests/e2e/test_chaos.py` on `make lab`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.errors import ClusterError
+from tarn.service.wait import ready, stable
+from tarn.stdlib.webhdfs import WebHdfsClient
+
+from .conftest import LAB_MASTER, LAB_USER, wait_for
+from .load import Load
+from .test_haproxy import FRONTEND, ROOT, ZK_PATH, Registered, backend_ready
+from .test_tarn_modules import run_module
+
+SERVICE = "tarn-e2e-chaos"
+MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-chaos-models"
+WORKERS = ("tarn-lab-worker1", "tarn-lab-worker2")
+ZK_HOSTS = f"{LAB_MASTER}:2181"
+OPTIONS: dict[str, Any] = {
+    "service_name": SERVICE, "runtime": "process", "port": 8400, "grpc_port": 8401, "metrics_port": 8402,
+    "port_stride": 10, "am_port": 8892, "anti_affinity": False, "min_instances": 2, "max_instances": 2,
+    "tick_seconds": 1, "gpus_per_instance": 0, "memory_mb": 768, "vcores": 1, "controller_memory_mb": 512,
+    "zk_ensemble": ZK_HOSTS, "zk_path": ZK_PATH, "token": "chaos-e2e-token", "model_repository": f"hdfs://{MODELS_ON_HDFS}",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Outcome:
+    fault: str
+    ok: int
+    failed: int
+    back_s: float
+    errors: tuple[str, ...]
+
+
+def node(container: str, *command: str, check: bool = True) -> str:
+    done = subprocess.run(
+        ["podman", "exec", container, *command], capture_output=True, text=True, timeout=120, check=check
+    )
+    return done.stdout
+
+
+def where(pattern: str) -> str:
+    """The worker running a process whose command line matches ``pattern``."""
+    for worker in WORKERS:
+        if node(worker, "pgrep", "-f", pattern, check=False).strip():
+            return worker
+    raise AssertionError(f"no worker runs {pattern!r}")
+
+
+@dataclass(frozen=True)
+class Watched:
+    registered: Registered
+    rm: ResourceManager
+
+
+def whole(watched: Watched, count: int = 2) -> bool:
+    """YARN: STABLE, ``count`` READY Triton containers and the controller; ZooKeeper: ``count``
+    instances; HAProxy: its ready servers are exactly those."""
+    try:
+        service = watched.rm.service(SERVICE)
+        if service is None or not (stable(service) and ready(count)(service)):
+            return False
+        wanted = watched.registered.endpoints()
+        return len(wanted) == count and backend_ready() == wanted
+    except (ClusterError, subprocess.CalledProcessError, OSError):
+        return False
+
+
+def fresh(watched: Watched, count: int = 2) -> None:
+    """The service destroyed and created again (a new YARN application) with ``count`` instances."""
+    run_module("tarn_deploy", {"service_name": SERVICE, "state": "absent"})
+    bounds = {"min_instances": count, "max_instances": count}
+    run_module("tarn_deploy", {**OPTIONS, **bounds, "state": "started", "wait_timeout": 600})
+    wait_for(lambda: whole(watched, count), 300, f"{count} instances READY, registered and behind HAProxy")
+
+
+@pytest.fixture(scope="module")
+def chaos(hdfs: WebHdfsClient, rm: ResourceManager) -> Iterator[Watched]:
+    hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
+    zk = KazooClient(hosts=ZK_HOSTS)
+    zk.start(timeout=15)
+    watched = Watched(Registered(zk, SERVICE), rm)
+    try:
+        fresh(watched)
+        yield watched
+    finally:
+        zk.stop()
+        zk.close()
+        run_module("tarn_deploy", {"service_name": SERVICE, "state": "absent"})
+        hdfs.delete(MODELS_ON_HDFS, recursive=True)
+
+
+def under_load(
+    watched: Watched,
+    fault: str,
+    inject: Callable[[], None],
+    count: int = 2,
+    settle: float = 1.0,
+    timeout: float = 300,
+) -> Outcome:
+    """Inject the fault under load; wait until the service is whole again; count what failed.
+    ``inject`` returns when the fault has ended (the daemon restarted, the process killed)."""
+    with Load(lambda: [FRONTEND], threads=4) as load:
+        time.sleep(2)
+        inject()
+        ended = time.monotonic()
+        time.sleep(settle)  # let the fault take effect before asking whether the service is whole
+        wait_for(lambda: whole(watched, count), timeout, f"the service whole after: {fault}", every=0.1)
+        back = time.monotonic() - ended
+        time.sleep(2)
+    tally = load.tally
+    kinds = sorted({error.split(": ", 1)[-1][:90] for error in tally.errors})
+    outcome = Outcome(fault, tally.ok, tally.failed, back, tuple(kinds[:5]))
+    counts = f"{tally.ok} ok, {tally.failed} failed" + (
+        f" over {tally.failing_s:.2f} s" if tally.failed else ""
+    )
+    print(f"\n[chaos] {fault}: {counts}, whole {back:.1f} s after the fault", kinds)
+    return outcome
+
+
+def kill(pattern: str) -> None:
+    """kill -9 the processes matching ``pattern`` on the worker that runs them."""
+    node(where(pattern), "pkill", "-KILL", "-f", pattern)
+
+
+def kill_one_instance() -> None:
+    kill("bin/tritonserver.*--http-port=8400 ")
+
+
+def kill_controller() -> None:
+    kill(f"tarn.pyz controller.*--service-name {SERVICE}")
+
+
+def kill_application_master() -> None:
+    kill(f"ServiceMaster.*{SERVICE}")
+
+
+def restart_zookeeper() -> None:
+    node("tarn-lab-master", "systemctl", "restart", "zookeeper")
+
+
+def restart_resourcemanager() -> None:
+    node("tarn-lab-master", "systemctl", "restart", "hadoop-yarn-resourcemanager")
+
+
+def reload_haproxy() -> None:
+    node("tarn-lab-edge", "systemctl", "reload", "haproxy")
+
+
+def restart_haproxy() -> None:
+    node("tarn-lab-edge", "systemctl", "restart", "haproxy")
+
+
+def stop_a_nodemanager() -> None:
+    worker = where("bin/tritonserver.*--http-port=84")
+    node(worker, "systemctl", "stop", "hadoop-yarn-nodemanager")
+    time.sleep(60)
+    node(worker, "systemctl", "start", "hadoop-yarn-nodemanager")
+
+
+# (fault, inject, seconds until whole after the fault ended, why a bound is over 5 s, whether
+# the fault needs an application of its own). A restart of the AM and one of the RM in the same
+# application's life lose its instances (YARN 3.4.2, docs/recovery.md): each gets a fresh one.
+ZERO_FAILURES = [
+    (
+        "kill -9 one of two instances",
+        kill_one_instance,
+        60,
+        "YARN relaunches the container, Triton loads",
+        False,
+    ),
+    ("kill -9 the controller", kill_controller, 60, "YARN relaunches the controller's container", False),
+    ("restart ZooKeeper", restart_zookeeper, 15, "ZooKeeper's JVM starts, clients reconnect", False),
+    ("reload HAProxy", reload_haproxy, 5, "", False),
+    # A rolling upgrade under load: tests/e2e/test_tarn_modules.py::test_upgrade_under_load (0
+    # failed). Here, after the faults above, YARN failed it twice (FAILED_UPGRADE: its RE_INIT
+    # reached a container YARN was relaunching, or one a restarted NM had reacquired); not yet
+    # part of this suite (docs/recovery.md).
+    ("stop the NodeManager of an instance for 60 s", stop_a_nodemanager, 60, "the NM's JVM starts", False),
+    ("restart the ResourceManager", restart_resourcemanager, 90, "the RM's JVM recovers, NMs resync", True),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "inject", "bound", "why", "own_application"), ZERO_FAILURES, ids=[f[0] for f in ZERO_FAILURES]
+)
+def test_no_failed_request(
+    chaos: Watched, fault: str, inject: Callable[[], None], bound: float, why: str, own_application: bool
+) -> None:
+    if own_application:
+        fresh(chaos)
+    outcome = under_load(chaos, fault, inject)
+    assert outcome.ok > 50
+    assert outcome.failed == 0, outcome.errors
+    assert outcome.back_s <= bound, f"{fault}: whole {outcome.back_s:.1f} s after the fault; {why}"
+
+
+def test_restart_haproxy_measured(chaos: Watched) -> None:
+    """A restart closes the listening socket: requests in that window fail however the backend is
+    kept (connection refused). Measured; the backend must be whole within a second of HAProxy
+    answering again."""
+    outcome = under_load(chaos, "restart HAProxy", restart_haproxy, settle=0)
+    assert outcome.back_s <= 1.0
+
+
+def test_kill_the_service_am_measured(chaos: Watched) -> None:
+    """Not yet at zero: in 1 of 3 lab runs the controller withdrew both instances for ~2 s while
+    the relaunched AM reported its containers back (a partial view it still trusts; issue 11).
+    Measured on an application of its own; the service must be whole again within 90 s."""
+    fresh(chaos)
+    outcome = under_load(chaos, "kill -9 the service AM", kill_application_master)
+    assert outcome.ok > 50
+    assert outcome.back_s <= 90
+
+
+def test_kill_the_only_instance_measured(chaos: Watched) -> None:
+    """With one instance, nothing serves until YARN restarts it: measured and reported (issue 15
+    turns these failures into held requests)."""
+    fresh(chaos, count=1)
+    only = "bin/tritonserver.*--http-port=84"
+    outcome = under_load(chaos, "kill -9 the only instance", lambda: kill(only), count=1)
+    assert outcome.ok > 50
