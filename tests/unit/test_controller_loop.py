@@ -28,6 +28,7 @@ TOKEN = "t0k3n-Secret"  # noqa: S105 - a test token
 class FakeRm:
     def __init__(self, instances: int) -> None:
         self.no_ip: set[str] = set()  # instances the RM reports without an address yet
+        self.unlisted: set[str] = set()  # instances the RM leaves out (a relaunched AM recovering)
         self.target = instances
         self.next_id = instances
         self.names = [f"triton-{n}" for n in range(instances)]
@@ -43,6 +44,7 @@ class FakeRm:
                 "state": "READY",
             }
             for n in self.names
+            if n not in self.unlisted
         ]
         return {"name": name, "state": "STABLE", "components": [
             {"name": "controller", "number_of_containers": 1, "containers": []},

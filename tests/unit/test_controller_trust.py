@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tarn.controller.observe import Container, distrust, with_known_addresses
+from tarn.controller.observe import UNREPORTED_GRACE_S, Container, distrust, with_known_addresses
 from tarn.controller.registry import RegistryPlan
 from tarn.errors import ClusterError
 
@@ -168,3 +168,53 @@ def test_with_known_addresses() -> None:
     bare = Container("triton-0", "c0", "", "", "READY", 8000, 8001, 8002)
     other = Container("triton-1", "c1", "", "", "READY", 8010, 8011, 8012)
     assert with_known_addresses([bare, other], {"c0": known}) == [known, other]
+
+
+def test_an_instance_the_rm_leaves_out_stays_while_it_serves_and_nothing_scales() -> None:
+    """A relaunched AM lists its recovered containers one by one (issue 11: killing the AM
+    withdrew both instances for ~2 s)."""
+    lab, registry = with_registry(instances=2, cooldown_ms=0)
+    lab.ticks(2)
+    lab.rm.unlisted = {"triton-0", "triton-1"}
+    lab.ticks(10)  # idle: a full view would have drained one and decommissioned it by now
+    views = {i.instance: (i.yarn_state, i.registered) for i in lab.controller.snapshot.instances}
+    assert views == {"triton-0": ("UNREPORTED", True), "triton-1": ("UNREPORTED", True)}
+    assert sorted(registry.znodes) == ["c-triton-0", "c-triton-1"]
+    assert lab.rm.calls == []
+    assert "lacks triton-0, triton-1, still serving" in lab.controller.snapshot.problems[0]
+    lab.rm.unlisted = set()
+    lab.ticks(8)
+    assert lab.rm.calls == [("decommission", ["triton-1"])]  # a full view again: idle scales down
+
+
+def test_an_unlisted_instance_that_stops_answering_is_withdrawn() -> None:
+    lab, registry = with_registry(instances=2)
+    lab.ticks(2)
+    lab.rm.unlisted = {"triton-1"}
+    lab.ticks(1)
+    assert "c-triton-1" in registry.znodes
+    lab.scraper.down = {"triton-1"}  # its container ended: YARN dropped it, Triton is gone
+    lab.ticks(1)
+    assert sorted(registry.znodes) == ["c-triton-0"]
+    lab.scraper.down = set()
+    lab.ticks(2)
+    assert sorted(registry.znodes) == ["c-triton-0"]  # not listed, not remembered: gone for good
+
+
+def test_an_instance_unlisted_past_the_grace_is_withdrawn() -> None:
+    lab, registry = with_registry(instances=2)
+    lab.ticks(2)
+    lab.rm.unlisted = {"triton-1"}
+    lab.ticks(int(UNREPORTED_GRACE_S / 2))  # two seconds a tick
+    assert "c-triton-1" in registry.znodes
+    lab.ticks(2)
+    assert sorted(registry.znodes) == ["c-triton-0"]
+
+
+def test_a_decommissioned_instance_is_not_kept_while_its_triton_stops() -> None:
+    lab, registry = with_registry(instances=2, cooldown_ms=0)
+    lab.ticks(8)  # idle: triton-1 drained and decommissioned; the fake RM drops it at once
+    assert lab.rm.calls == [("decommission", ["triton-1"])]
+    lab.ticks(2)  # its Triton would still answer here: it must not come back
+    assert sorted(registry.znodes) == ["c-triton-0"]
+    assert [i.instance for i in lab.controller.snapshot.instances] == ["triton-0"]

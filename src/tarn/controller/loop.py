@@ -37,7 +37,16 @@ from tarn.controller.drain import (
     step,
 )
 from tarn.controller.memory import Memory, ScalingEvent, decode, encode
-from tarn.controller.observe import Container, Scrape, containers_of, distrust, with_known_addresses
+from tarn.controller.observe import (
+    UNREPORTED,
+    UNREPORTED_GRACE_S,
+    Container,
+    Scrape,
+    containers_of,
+    distrust,
+    unreported,
+    with_known_addresses,
+)
 from tarn.controller.registry import RegistryPlan, znode_data
 from tarn.controller.signals import Gpu, Load, TritonSample, instance_load
 from tarn.errors import TarnError
@@ -179,6 +188,8 @@ class ControlLoop:
         self._scaler = ScalerState(last_change_at=clock())  # a (re)started controller waits a cooldown
         self._tracked: dict[str, Tracked] = {}
         self._addresses: dict[str, Container] = {}  # by container id: the last address the RM gave
+        self._serving: dict[str, Container] = {}  # by container id: READY at the last trusted tick
+        self._unlisted_since: dict[str, float] = {}  # by container id: serving, missing from the RM
         self._drains: dict[str, Drain] = {}  # by instance name; the loop thread's alone
         self._idle_removals: tuple[str, ...] = ()  # this tick's drained victims, to decommission
         self._history: deque[ScalingEvent] = deque(maxlen=50)
@@ -244,9 +255,10 @@ class ControlLoop:
             return self._publish(self._unknown(doubt or "no answer", began))
         self._recall(problems)
 
-        containers = with_known_addresses(containers_of(service, self.config), self._addresses)
-        self._addresses = {c.container_id: c for c in containers if c.ip}
+        listed = with_known_addresses(containers_of(service, self.config), self._addresses)
         now = self._clock()
+        containers = listed + self._unlisted(unreported(self._serving, listed), now)
+        self._addresses = {c.container_id: c for c in containers if c.ip}
         unseen = Tracked()
         want_models = {
             c.container_id
@@ -260,6 +272,9 @@ class ControlLoop:
 
         zookeeper = self._register(views, problems)
         views = self._with_registration(views)
+        self._serving = {
+            c.container_id: c for c, v in zip(containers, views, strict=True) if v.state == "READY"
+        }
         target = triton_count(service)
         decision = self._scale(views, target, now, problems)
         snapshot = Snapshot(
@@ -332,6 +347,22 @@ class ControlLoop:
         return snapshot
 
     # ---- observe: from containers and scrapes to views
+    def _unlisted(self, missing: list[Container], now: float) -> list[Container]:
+        """The missing instances still within their grace (observe.UNREPORTED_GRACE_S)."""
+        since = {c.container_id: self._unlisted_since.get(c.container_id, now) for c in missing}
+        for c in missing:
+            if c.container_id not in self._unlisted_since:
+                log.warning(
+                    "the ResourceManager's answer lacks %s (%s): kept while it serves",
+                    c.instance,
+                    c.container_id,
+                )
+        self._unlisted_since = {k: t for k, t in since.items() if now - t <= UNREPORTED_GRACE_S}
+        for c in missing:
+            if c.container_id not in self._unlisted_since:
+                log.warning("%s unlisted for over %.0f s: withdrawn", c.instance, UNREPORTED_GRACE_S)
+        return [c for c in missing if c.container_id in self._unlisted_since]
+
     def _views(
         self, containers: list[Container], scrapes: dict[str, Scrape], now: float
     ) -> list[InstanceView]:
@@ -432,6 +463,11 @@ class ControlLoop:
         pending = removing(self._drains)
         if pending:
             return Decision(target, "hold", f"draining {', '.join(pending)}", None)
+        missing = [v.instance for v in views if v.yarn_state == UNREPORTED and v.state == "READY"]
+        if missing:  # the RM's count and list disagree with what serves: no flex or drain on it
+            reason = f"the ResourceManager's answer lacks {', '.join(missing)}, still serving"
+            problems.append(reason)
+            return Decision(target, "hold", reason, None)
 
         serving = [v for v in views if v.state == "READY"]
         seen = Observation(

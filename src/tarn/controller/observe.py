@@ -109,6 +109,22 @@ def with_known_addresses(containers: list[Container], known: dict[str, Container
     ]
 
 
+# The YARN state shown for an instance the RM's answer left out while it still serves.
+UNREPORTED = "UNREPORTED"
+# How long such an instance may stay unlisted: a relaunched AM lists its recovered containers
+# within seconds; an instance YARN has forgotten for longer is withdrawn, serving or not.
+UNREPORTED_GRACE_S = 120.0
+
+
+def unreported(serving: dict[str, Container], listed: list[Container]) -> list[Container]:
+    """The instances that were serving last tick and are missing from the RM's answer, marked
+    UNREPORTED. A relaunched AM lists the containers it recovers one by one; YARN removes a
+    container that ended from the list too, but its Triton then stops answering readiness, so a
+    missing instance keeps serving (is scraped and stays registered) only while it answers."""
+    present = {c.container_id for c in listed}
+    return [replace(c, yarn_state=UNREPORTED) for key, c in serving.items() if key not in present]
+
+
 class Scraper:
     """Concurrent readiness + metrics (+ repository index when asked) of many instances."""
 
