@@ -96,8 +96,13 @@ sanity: deps $(ANSIBLE_TEST_GET_PIP)
 unit: deps
 	pytest tests/unit
 
-integration: deps
+integration: deps $(BUILD)/ranger-harness/ranger-harness.jar
 	pytest tests/integration
+
+# Apache Ranger's own policy engine, the reference of tests/integration/test_ranger_conformance.py.
+$(BUILD)/ranger-harness/ranger-harness.jar: lab/ranger-harness/pom.xml lab/ranger-harness/build.sh \
+		$(shell find lab/ranger-harness/src -type f) | $(BUILD)/.apt
+	lab/ranger-harness/build.sh $(BUILD)/ranger-harness
 
 molecule-production: image dist
 	cd $(CURDIR) && molecule test -s production

@@ -1,0 +1,13 @@
+"""An Apache Ranger policy engine for the ``triton`` service type, faithful to Ranger 2.8.0.
+
+- ``policies``: the ServicePolicies and RangerRoles JSON of Ranger Admin, compiled once into
+  frozen dataclasses (policies in Ranger's evaluation order, roles resolved per user and group).
+- ``matchers``: RangerDefaultResourceMatcher's value matching (wildcards, ignoreCase, excludes,
+  ``{USER}`` tokens), with Java's case folding.
+- ``trie``: RangerResourceTrie, the lookup that picks which policies a model is checked against.
+- ``engine``: ``Engine.from_json(...).evaluate(...)``: RangerPolicyEngineImpl's access decision,
+  audit flag and deciding policy.
+
+Ranger's answers were checked against its own engine (ranger-plugins-common 2.8.0 on Java 17,
+``lab/ranger-harness``), quirks included: a fresh engine per request, as after a policy download.
+"""
