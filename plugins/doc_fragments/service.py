@@ -160,7 +160,7 @@ options:
     type: str
   ranger_service:
     description:
-      - "Apache Ranger service whose policies authorize requests (or $RANGER_SERVICE)."
+      - "Apache Ranger service whose policies authorize requests (or $RANGER_SERVICE); tarn submit needs --ranger-conf-dir with it."
     type: str
   ranger_app_id:
     description:
@@ -170,6 +170,12 @@ options:
     description:
       - "Send audit events to Ranger (or $RANGER_AUDIT). CLI default C(false)."
     type: bool
+  ranger_conf_dir:
+    description:
+      - "Local directory with the Ranger plugin's C(ranger-triton-security.xml) (Ranger Admin's URL, poll interval, cache directory)."
+      - "Its C(ranger-triton-*.xml) files are uploaded and localized into the controller's container."
+      - "Required with O(ranger_service)."
+    type: path
   docker_network:
     description:
       - "Docker network. CLI default C(host)."

@@ -48,6 +48,7 @@ SERVICE_OPTIONS = {
     'ranger_service': ({'type': 'str'}, '--ranger-service'),
     'ranger_app_id': ({'type': 'str'}, '--ranger-app-id'),
     'ranger_audit': ({'type': 'bool'}, '--ranger-audit'),
+    'ranger_conf_dir': ({'type': 'path'}, '--ranger-conf-dir'),
     'docker_network': ({'type': 'str'}, '--docker-network'),
     'docker_privileged': ({'type': 'bool'}, '--docker-privileged'),
     'docker_delayed_removal': ({'type': 'bool'}, '--docker-delayed-removal'),

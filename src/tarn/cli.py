@@ -101,7 +101,7 @@ def submit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         target = None  # --dry-run without a cluster: the controller would read $HADOOP_CONF_DIR
     rm_urls = target.rm.configured_urls if target else ()
     desired = service.desired_service(config, config.user, environ, rm_urls)  # validates first
-    for note in config.notes:
+    for note in desired.notes:
         print(f"tarn: note: {note}", file=sys.stderr)
     if args.dry_run or target is None:
         print(json.dumps(desired.spec, indent=2, sort_keys=True))

@@ -43,6 +43,10 @@ Secrets never appear in the spec, so never in the RM's REST output either:
   controller's private container directory (application-visibility, owned by the service user,
   deleted with the application) and the controller reads it with ``--token-file tarn-token``.
   The value is not in the launch command, the container environment or the RM's service JSON.
+* Ranger's plugin configuration (``--ranger-service``): ``tarn submit`` uploads the
+  ``ranger-triton-*.xml`` files of ``--ranger-conf-dir`` beside the token (``Artifacts.ranger_conf``);
+  YARN localizes them into the controller's working directory, and the controller is started
+  with ``--ranger-conf-dir .``. They name Ranger Admin and the plugin's settings, no secret.
 * JCEKS secrets (``--secrets``): an ``hdfs://`` file is localized the same way as
   ``tarn-secrets.jceks`` in each Triton container and the launcher reads it (``--secrets
   tarn-secrets.jceks``); a local path is passed as is. The store's password is Hadoop's default
@@ -72,6 +76,7 @@ LAUNCHER_FILE = "tarn-launcher.pyz"
 TOKEN_FILE = "tarn-token"  # noqa: S105 - the name of a localized file, not a token
 SECRETS_FILE = "tarn-secrets.jceks"
 SECRETS_PASSWORD_FILE = "tarn-secrets.password"  # noqa: S105 - the name of a localized file
+RANGER_CONF_DIR = "."  # the ranger-triton-*.xml files are localized into the working directory
 INSTANCE_ID = "${COMPONENT_ID}"  # substituted per container by the YARN service AM
 TRITON_READY_PATH = "/v2/health/ready"
 CONTROLLER_HEALTH_PATH = "/health"
@@ -97,6 +102,8 @@ class Artifacts:
     file only the service user can read (when the store does not use Hadoop's default "none").
     rm_urls: the ResourceManager web URLs the controller calls, given to it on its command line
     (a Docker container has no Hadoop client configuration); none: it reads $HADOOP_CONF_DIR.
+    ranger_conf: the ``ranger-triton-*.xml`` files of ``--ranger-conf-dir`` (needed exactly when the
+    config has one), localized into the controller's working directory under their own names.
     """
 
     payload: str
@@ -104,6 +111,7 @@ class Artifacts:
     token_file: str | None = None
     secrets_password_file: str | None = None
     rm_urls: tuple[str, ...] = ()
+    ranger_conf: tuple[str, ...] = ()
 
 
 def build_service_spec(config: TarnConfig, artifacts: Artifacts) -> JSON:
@@ -198,6 +206,7 @@ def _controller(config: TarnConfig, artifacts: Artifacts) -> JSON:
     files = [_static(artifacts.payload, PAYLOAD_FILE)]
     if artifacts.token_file is not None:
         files.append(_static(artifacts.token_file, TOKEN_FILE))
+    files += [_static(path, path.rsplit("/", 1)[-1]) for path in artifacts.ranger_conf]
     am_mapping = () if config.docker_network == "host" else (f"{config.am_port}:{config.am_port}",)
     has_token = artifacts.token_file is not None
     component = _component(
@@ -268,7 +277,10 @@ def _component(
 
 
 def _controller_command(config: TarnConfig, has_token: bool, rm_urls: tuple[str, ...]) -> str:
-    flags = config_to_argv(replace(config, token=None, token_file=None), with_env=False)
+    # The ranger conf dir is the submitter's: the controller reads the files YARN localized.
+    ranger_conf_dir = None if config.ranger_conf_dir is None else RANGER_CONF_DIR
+    shipped = replace(config, token=None, token_file=None, ranger_conf_dir=ranger_conf_dir)
+    flags = config_to_argv(shipped, with_env=False)
     if has_token:
         flags += ["--token-file", TOKEN_FILE]
     flags += [text for url in rm_urls for text in ("--rm-url", url)]
@@ -371,6 +383,7 @@ def _check_artifacts(config: TarnConfig, artifacts: Artifacts) -> None:
         "launcher": artifacts.launcher,
         "token_file": artifacts.token_file,
         "secrets_password_file": artifacts.secrets_password_file,
+        **{f"ranger_conf[{n}]": path for n, path in enumerate(artifacts.ranger_conf)},
     }
     for name, path in named.items():
         if path is None:
@@ -383,12 +396,18 @@ def _check_artifacts(config: TarnConfig, artifacts: Artifacts) -> None:
         raise ConfigError(
             "--token: the spec never carries the token; upload it to HDFS and set artifacts.token_file"
         )
+    if (config.ranger_conf_dir is not None) != bool(artifacts.ranger_conf):
+        raise ConfigError(
+            "--ranger-conf-dir: the controller reads the ranger-triton-*.xml files from HDFS; upload "
+            "the directory's files and set artifacts.ranger_conf (and only with --ranger-conf-dir)"
+        )
 
 
 __all__ = [
     "CONTROLLER",
     "LAUNCHER_FILE",
     "PAYLOAD_FILE",
+    "RANGER_CONF_DIR",
     "SECRETS_FILE",
     "SECRETS_PASSWORD_FILE",
     "SETTINGS_PROPERTY",

@@ -30,18 +30,19 @@ PATHS = [
     "/", "/health", "/instances", "/metrics", "/dashboard", "/config", "/instances/triton-0/drain",
     "/instances/triton-1/drain", "/instances/triton-9/drain", "/instances//drain",
     "/instances/../config", "/%00", "/instances/%2e%2e/drain", "//", "/metrics/", "/dashboard?token=",
-    "*", "http://x/health",
+    "*", "http://x/health", "/authorize",
 ]  # fmt: skip
 QUERIES = [
     "", "?", "?format=text", "?format=json", "?format=xml", "?token=" + TOKEN, "?token=wrong",
     "?wait=false", "?wait=maybe", "?%zz", "?a=1&a=2", "?format=text&format=json", "?" + "x=" * 5000,
-    "?=&=&",
+    "?=&=&", "?model=add_one&action=list&user=bob", "?model=%00&action=infer",
 ]  # fmt: skip
 HEADERS = [
     {}, {"Accept": "text/plain"}, {"Authorization": "Bearer wrong"},
     {"Authorization": "Basic Zm9vOmJhcg=="}, {"X-TARN-Token": "wrong"}, {"X-TARN-Token": ""},
     {"Content-Length": "-1"}, {"Content-Length": "999999999"}, {"Content-Length": "abc"},
     {"Transfer-Encoding": "chunked"}, {"X-Big": "y" * 70000}, {"Accept": "\x01\x02"},
+    {"X-TARN-User": "alice"}, {"X-TARN-User": "\x7f" * 300},
 ]  # fmt: skip
 MALFORMED = [
     b"GARBAGE\r\n\r\n", b"GET\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"\x16\x03\x01\x00\xa5\x01",

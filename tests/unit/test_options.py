@@ -67,6 +67,7 @@ SAMPLES: dict[str, Any] = {
     "ranger_service": "triton_prod",
     "ranger_app_id": "tarn-a",
     "ranger_audit": True,
+    "ranger_conf_dir": "/etc/ranger/triton/conf",
     "docker_network": "bridge",
     "docker_privileged": True,
     "docker_delayed_removal": True,
@@ -155,5 +156,6 @@ def _companions(name: str) -> dict[str, Any]:
     needs: dict[str, dict[str, Any]] = {
         "docker_ports": {"docker_network": "bridge"},
         "anti_affinity": {"port_stride": 10},
+        "ranger_conf_dir": {"ranger_service": "triton_prod"},
     }
     return needs.get(name, {})

@@ -1,6 +1,8 @@
 """/dashboard: one HTML page rendered from the snapshot (no script; it refreshes itself).
 
 Every value is escaped. The page never shows the token or any secret: the snapshot holds none.
+With Ranger on, the caller passes a snapshot cut to the models the viewer may list, and the
+policies' health: the page says when they are stale or missing.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import time
 from html import escape
 
 from tarn.controller.loop import InstanceView, Snapshot
+from tarn.ranger.state import Health
 
 STYLE = """
 body{font:14px system-ui,sans-serif;margin:1.5em;color:#1d2430;background:#f7f8fa}
@@ -22,7 +25,10 @@ th{background:#eef1f5} .READY{color:#137333} .DRAINING{color:#b06000}
 """
 
 
-def render_dashboard(snap: Snapshot, refresh_s: int = 5) -> str:
+def render_dashboard(
+    snap: Snapshot, refresh_s: int = 5, ranger: Health | None = None, user: str | None = None
+) -> str:
+    """``ranger``: the policies' health (None: Ranger off); ``user``: who the models are shown for."""
     ready = sum(1 for i in snap.instances if i.state == "READY")
     cards = [
         ("service", snap.service),
@@ -33,6 +39,13 @@ def render_dashboard(snap: Snapshot, refresh_s: int = 5) -> str:
         ("in discovery", str(len(snap.serving()))),
         ("ZooKeeper", snap.zookeeper),
     ]
+    notes: list[str] = []
+    problems = list(snap.problems)
+    if ranger is not None:
+        version = f" v{ranger.policy_version}" if ranger.policy_version >= 0 else ""
+        cards.append(("Ranger", ranger.status + version))
+        (notes if ranger.status == "current" else problems).append(ranger.text)
+        notes.append(f"models shown for {user}" if user else "no X-TARN-User header: no models shown")
     parts = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
         f'<meta http-equiv="refresh" content="{refresh_s}">',
@@ -43,7 +56,8 @@ def render_dashboard(snap: Snapshot, refresh_s: int = 5) -> str:
         '<div class="cards">',
         *(f'<div class="card">{escape(k)}<b>{escape(v)}</b></div>' for k, v in cards),
         "</div>",
-        *(f'<p class="problem">{escape(p)}</p>' for p in snap.problems),
+        *(f'<p class="problem">{escape(p)}</p>' for p in problems),
+        *(f"<p>{escape(n)}</p>" for n in notes),
         "<h2>Containers</h2>",
         _table(
             ["instance", "state", "host", "HTTP", "load", "req/s", "GPUs", "models", "container"],

@@ -1,7 +1,9 @@
 """`tarn controller`: wire the RM, ZooKeeper, the scraper, the loop and the API, then run.
 
 Inside YARN the RM is found like any Hadoop client finds it: $HADOOP_CONF_DIR/yarn-site.xml
-(the NodeManager passes HADOOP_CONF_DIR to containers), unless --rm-url is given.
+(the NodeManager passes HADOOP_CONF_DIR to containers), unless --rm-url is given. With
+--ranger-service, Ranger's plugin settings come from --ranger-conf-dir (tarn.ranger.settings)
+and a refresher keeps the policies (tarn.ranger.refresher) the API authorizes with.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from tarn.controller.observe import Scraper
 from tarn.controller.registry import Registry
 from tarn.controller.server import Api, serve
 from tarn.hadoop_conf import client_conf_dir, resource_manager_urls
+from tarn.ranger.authorizer import Authorizer
+from tarn.ranger.refresher import Refresher, connect
+from tarn.ranger.settings import PluginSettings, settings_of
 from tarn.stdlib.api_token import read_token
 from tarn.stdlib.config import TarnConfig
 
@@ -31,6 +36,7 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     )
     user = config.user or environ.get("HADOOP_USER_NAME") or environ.get("USER") or "tarn"
     rm_at = resource_manager_urls(rm_urls, client_conf_dir(None, environ))
+    ranger = settings_of(config)  # ConfigError before anything starts
     rm = ResourceManager(rm_at, user=user, timeout=5.0)
     registry = None
     if config.zk_ensemble:
@@ -41,7 +47,9 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
         log.warning("no --zk-ensemble: instances are listed by /instances only")
     scraper = Scraper(timeout=min(1.0, config.tick_seconds / 2))
     controller = ControlLoop(config, rm, registry, scraper)
-    api = Api(controller, read_token(config.token, config.token_file))
+    refresher = None if ranger is None else start_ranger(ranger)
+    authorizer = None if refresher is None else Authorizer(lambda: refresher.state)
+    api = Api(controller, read_token(config.token, config.token_file), authorizer)
     if api.token is None:
         log.warning("no --token: the API answers anyone who can reach it")
     server = serve(api, config.address, config.am_port)
@@ -59,8 +67,26 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     finally:
         server.shutdown()
         scraper.close()
+        if refresher is not None:
+            refresher.stop()
         if registry is not None:
             left = registry.detach()
             log.info("leaving %d registrations to the ZooKeeper session for a successor", left)
         log.info("stopped")
     return 0
+
+
+def start_ranger(settings: PluginSettings) -> Refresher:
+    """The Ranger plugin: the cache read, then Admin polled in the background."""
+    for note in settings.notes:
+        log.warning("Ranger: %s", note)
+    refresher = connect(settings)
+    refresher.start()
+    log.info(
+        "Ranger service %s: polling %s every %.1f s, cache %s",
+        settings.service,
+        ", ".join(settings.rest_urls),
+        settings.poll_interval_s,
+        settings.cache_dir or "off",
+    )
+    return refresher

@@ -4,6 +4,11 @@ The seeds' names (tarn_target_containers, tarn_running_containers, tarn_containe
 tarn_gpu_utilization, tarn_gpu_memory_used) plus request, latency and scaling series. Gauges
 are read from the latest snapshot at scrape time; counters live in the controller.
 Labels never carry a secret: instance names, container ids, hosts, GPU UUIDs only.
+
+With ``--ranger-service``: ``tarn_ranger_policies_loaded`` and ``tarn_ranger_policies_stale`` (0/1),
+``tarn_ranger_policy_version``, ``tarn_ranger_policy_age_seconds`` (since Admin last confirmed the
+policies in force), ``tarn_ranger_refresh_failures_total`` and ``tarn_ranger_decisions_total``
+(labels access and decision: never a user or a model).
 """
 
 from __future__ import annotations
@@ -15,16 +20,21 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from tarn.controller.loop import ControlLoop, Snapshot
+from tarn.ranger.authorizer import Authorizer
 
 INSTANCE_LABELS = ["instance", "container", "host"]
 
 
 class SnapshotCollector(Collector):
     def __init__(
-        self, controller: ControlLoop, api_requests: Callable[[], dict[tuple[str, str], int]]
+        self,
+        controller: ControlLoop,
+        api_requests: Callable[[], dict[tuple[str, str], int]],
+        authorizer: Authorizer | None = None,
     ) -> None:
         self._controller = controller
         self._api_requests = api_requests
+        self._authorizer = authorizer
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         snap = self._controller.snapshot
@@ -42,6 +52,8 @@ class SnapshotCollector(Collector):
         yield from _per_instance(snap)
         yield from _per_gpu(snap)
         yield from self._counters()
+        if self._authorizer is not None:
+            yield from _ranger(self._authorizer)
 
     def _counters(self) -> Iterator[CounterMetricFamily]:
         counters = self._controller.counters
@@ -113,11 +125,45 @@ def _per_gpu(snap: Snapshot) -> Iterator[GaugeMetricFamily]:
     yield from (utilization, used, total)
 
 
+def _ranger(authorizer: Authorizer) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    health = authorizer.health()
+    yield _gauge(
+        "tarn_ranger_policies_loaded", "1 when Ranger policies are in force (0: every check is denied)",
+        1.0 if health.status != "missing" else 0.0,
+    )  # fmt: skip
+    yield _gauge(
+        "tarn_ranger_policies_stale", "1 when the policies in force were not confirmed by the last poll",
+        1.0 if health.status == "stale" else 0.0,
+    )  # fmt: skip
+    yield _gauge(
+        "tarn_ranger_policy_version",
+        "Version of the Ranger policies in force (-1: none)",
+        health.policy_version,
+    )
+    if health.age_s is not None:
+        yield _gauge(
+            "tarn_ranger_policy_age_seconds",
+            "Seconds since Ranger Admin last confirmed the policies",
+            health.age_s,
+        )
+    yield CounterMetricFamily(
+        "tarn_ranger_refresh_failures", "Polls of Ranger Admin that failed", authorizer.state.failures
+    )
+    decisions = CounterMetricFamily(
+        "tarn_ranger_decisions", "Authorization decisions", labels=["access", "decision"]
+    )
+    for (access, decision), count in sorted(authorizer.decisions().items()):
+        decisions.add_metric([access, decision], count)
+    yield decisions
+
+
 def metrics_registry(
-    controller: ControlLoop, api_requests: Callable[[], dict[tuple[str, str], int]]
+    controller: ControlLoop,
+    api_requests: Callable[[], dict[tuple[str, str], int]],
+    authorizer: Authorizer | None = None,
 ) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(controller, api_requests))
+    registry.register(SnapshotCollector(controller, api_requests, authorizer))
     return registry
 
 

@@ -8,6 +8,14 @@
 | /metrics | GET | yes, ?token= too | Prometheus text |
 | /dashboard | GET | yes, ?token= too | HTML |
 | /config | GET | yes | the configuration, secrets redacted |
+| /authorize | GET | yes | ``true`` / ``false`` (text/plain): may ``user`` do ``action`` on ``model`` |
+
+``/authorize?model=&action=infer|metadata|list&user=``: ``user`` defaults to the requester (the
+X-TARN-User header). With ``--ranger-service`` the models /instances and /dashboard show are
+those the requester may ``list`` (none without the header), and /authorize answers from Ranger's
+policies, failing closed. Without it nothing is filtered and /authorize answers ``true``: TARN
+authorizes nothing itself. The header is asserted by whoever holds the token (a gateway such as
+Knox, for its authenticated user).
 
 The token is compared in constant time; ``?token=`` is accepted only where a header cannot be
 set (Grafana's data source URL, a browser), and is weaker: URLs end up in histories and logs.
@@ -20,13 +28,15 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tarn.controller.dashboard import render_dashboard
-from tarn.controller.loop import ControlLoop
+from tarn.controller.loop import ControlLoop, Snapshot
 from tarn.controller.metrics import metrics_registry, render
+from tarn.ranger.authorizer import ACCESS_TYPES, Authorizer
 from tarn.stdlib.api_token import Secret
 
 SECURITY_HEADERS = {
@@ -39,6 +49,8 @@ SECURITY_HEADERS = {
 QUERY_TOKEN_PATHS = ("/metrics", "/dashboard")
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 IDLE_TIMEOUT_S = 10.0
+USER_HEADER = "X-TARN-User"
+MAX_NAME = 256  # characters of a user or model name
 
 
 class BadRequest(Exception):
@@ -79,8 +91,37 @@ def parse_query(raw: str, allowed: set[str]) -> dict[str, str]:
     return {k: v[0] for k, v in parsed.items()}
 
 
-def instances_body(controller: ControlLoop, as_text: bool) -> tuple[str, bytes]:
-    snap = controller.snapshot
+def checked_name(value: str | None, field: str) -> str | None:
+    """A user or model name from a header or parameter; None when absent or empty."""
+    if value is None or value == "":
+        return None
+    if len(value) > MAX_NAME or not value.isprintable() or value.strip() != value:
+        raise BadRequest(
+            f"{field}: not a name; give printable text without surrounding spaces, at most {MAX_NAME}"
+        )
+    return value
+
+
+def requester(headers: Any) -> str | None:
+    """Who asks: the X-TARN-User header, asserted by the token holder (e.g. Knox for its user)."""
+    raw = headers.get(USER_HEADER)
+    return checked_name(None if raw is None else str(raw), USER_HEADER)
+
+
+def with_visible_models(snap: Snapshot, may_list: Callable[[str], bool]) -> Snapshot:
+    """The snapshot with each instance's models cut to those ``may_list`` lets the user see."""
+    seen: dict[str, bool] = {}
+
+    def visible(model: str) -> bool:
+        if model not in seen:
+            seen[model] = may_list(model)
+        return seen[model]
+
+    instances = tuple(replace(i, models=tuple(m for m in i.models if visible(m))) for i in snap.instances)
+    return replace(snap, instances=instances)
+
+
+def instances_body(snap: Snapshot, as_text: bool) -> tuple[str, bytes]:
     if as_text:
         lines = sorted(f"{i.ip}:{i.http_port}" for i in snap.serving())
         return "text/plain; charset=utf-8", "".join(f"{line}\n" for line in lines).encode()
@@ -96,12 +137,26 @@ def instances_body(controller: ControlLoop, as_text: bool) -> tuple[str, bytes]:
 class Api:
     """Routing and accounting, shared by every handler thread."""
 
-    def __init__(self, controller: ControlLoop, token: Secret | None) -> None:
+    def __init__(
+        self, controller: ControlLoop, token: Secret | None, authorizer: Authorizer | None = None
+    ) -> None:
         self.controller = controller
         self.token = token
+        self.authorizer = authorizer  # None: no --ranger-service, nothing is filtered
         self._counts: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
-        self.registry = metrics_registry(controller, self.counts)
+        self.registry = metrics_registry(controller, self.counts, authorizer)
+
+    def snapshot_for(self, headers: Any) -> Snapshot:
+        """The published snapshot as the requester may see it: with Ranger, the models they may
+        ``list`` (none without a requester); without, all."""
+        snap = self.controller.snapshot
+        if self.authorizer is None:
+            return snap
+        user, authorizer = requester(headers), self.authorizer
+        return with_visible_models(
+            snap, lambda model: user is not None and authorizer.allowed(user, model, "list")
+        )
 
     def counts(self) -> dict[tuple[str, str], int]:
         with self._lock:
@@ -171,10 +226,11 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
                 return set(), False, lambda q: _method_not_allowed()
             routes: dict[str, tuple[set[str], bool, Callable[[dict[str, str]], Any]]] = {
                 "/health": (set(), False, lambda q: _health(api.controller)),
-                "/instances": ({"format"}, True, lambda q: _instances(api.controller, q, self.headers)),
+                "/instances": ({"format"}, True, lambda q: _instances(api, q, self.headers)),
                 "/metrics": (set(), True, lambda q: (200, PROMETHEUS_TEXT, render(api.registry))),
-                "/dashboard": (set(), True, lambda q: _dashboard(api.controller)),
+                "/dashboard": (set(), True, lambda q: _dashboard(api, self.headers)),
                 "/config": (set(), True, lambda q: _json(200, api.controller.config.redacted())),
+                "/authorize": ({"model", "action", "user"}, True, lambda q: _authorize(api, q, self.headers)),
             }
             if path not in routes:
                 return None
@@ -214,17 +270,36 @@ def _health(controller: ControlLoop) -> tuple[int, str, bytes]:
     return _json(200, {"status": "ok", "last_tick_age_s": age})
 
 
-def _instances(controller: ControlLoop, query: dict[str, str], headers: Any) -> tuple[int, str, bytes]:
+def _instances(api: Api, query: dict[str, str], headers: Any) -> tuple[int, str, bytes]:
     wanted = query.get("format")
     if wanted not in (None, "json", "text"):
         raise BadRequest(f"format={wanted!r}: use json or text")
     as_text = wanted == "text" or (wanted is None and "text/plain" in str(headers.get("Accept", "")))
-    content_type, body = instances_body(controller, as_text)
+    content_type, body = instances_body(api.snapshot_for(headers), as_text)
     return 200, content_type, body
 
 
-def _dashboard(controller: ControlLoop) -> tuple[int, str, bytes]:
-    return 200, "text/html; charset=utf-8", render_dashboard(controller.snapshot).encode()
+def _dashboard(api: Api, headers: Any) -> tuple[int, str, bytes]:
+    ranger = None if api.authorizer is None else api.authorizer.health()
+    page = render_dashboard(api.snapshot_for(headers), ranger=ranger, user=requester(headers))
+    return 200, "text/html; charset=utf-8", page.encode()
+
+
+def _authorize(api: Api, query: dict[str, str], headers: Any) -> tuple[int, str, bytes]:
+    """``true`` or ``false``; without --ranger-service always ``true`` (TARN authorizes nothing itself)."""
+    model = checked_name(query.get("model"), "model")
+    if model is None:
+        raise BadRequest("model: missing; give ?model=NAME")
+    action = query.get("action")
+    if action not in ACCESS_TYPES:
+        raise BadRequest(f"action: {action!r} is not an access type; give one of {', '.join(ACCESS_TYPES)}")
+    user = checked_name(query.get("user"), "user") or requester(headers)
+    if api.authorizer is None:
+        return 200, "text/plain; charset=utf-8", b"true"
+    if user is None:
+        raise BadRequest(f"user: none given and no {USER_HEADER} header; give ?user=NAME or the header")
+    allowed = api.authorizer.allowed(user, model, action)
+    return 200, "text/plain; charset=utf-8", b"true" if allowed else b"false"
 
 
 def _drain(controller: ControlLoop, name: str, query: dict[str, str]) -> tuple[int, str, bytes]:

@@ -10,4 +10,12 @@
 
 Ranger's answers were checked against its own engine (ranger-plugins-common 2.8.0 on Java 17,
 ``lab/ranger-harness``), quirks included: a fresh engine per request, as after a policy download.
+
+The controller's plugin around it (docs/ranger.md):
+
+- ``settings``: ranger-triton-security.xml (Ranger's property names) from ``--ranger-conf-dir``.
+- ``admin``: Ranger Admin's plugin downloads (policies, roles, user store), 304 when unchanged.
+- ``state``: what a poll or the cache changes, the decision (fail closed) and its health (pure).
+- ``cache``: the documents in ``policy.cache.dir``, in Ranger's own files.
+- ``refresher``: the poll thread; ``authorizer``: the decision point the controller's API asks.
 """

@@ -1,9 +1,11 @@
 """What a config asks for: the service spec and the files uploaded before it (the two zipapps, the
-token, the keystore password), at paths private to the service user.
+token, the keystore password, Ranger's plugin configuration), at paths private to the service user.
 
 Each component's environment carries ``TARN_CODE_DIGEST``, the digest of the zipapp it runs, and
 the spec's ``version`` is TARN's version plus a digest of the whole spec, so new TARN code is a spec
-change of the component that runs it (the controller's changes often, the launcher's seldom).
+change of the component that runs it (the controller's changes often, the launcher's seldom). The
+controller's also carries ``TARN_RANGER_CONF_DIGEST`` with ``--ranger-service``: an edited
+``ranger-triton-security.xml`` relaunches the controller alone.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tarn import payload
+from tarn.ranger.settings import settings_of, shipped_files
 from tarn.service.plan import spec_version
 from tarn.spec import CONTROLLER, TRITON, Artifacts, build_service_spec, component_of
 from tarn.stdlib.api_token import read_token
@@ -24,6 +28,7 @@ JSON = dict[str, Any]
 # Hadoop's own variable for a credential store's password (its default password is "none").
 STORE_PASSWORD_ENV = "HADOOP_CREDSTORE_PASSWORD"  # noqa: S105 - the name of a variable
 CODE_DIGEST_ENV = "TARN_CODE_DIGEST"
+RANGER_CONF_DIGEST_ENV = "TARN_RANGER_CONF_DIGEST"
 
 
 def artifact_dir(user: str, service_name: str) -> str:
@@ -32,10 +37,14 @@ def artifact_dir(user: str, service_name: str) -> str:
 
 
 def planned_artifacts(
-    config: TarnConfig, user: str, environ: Mapping[str, str], rm_urls: tuple[str, ...] = ()
+    config: TarnConfig,
+    user: str,
+    environ: Mapping[str, str],
+    rm_urls: tuple[str, ...] = (),
+    ranger_conf: tuple[str, ...] = (),
 ) -> Artifacts:
     """hdfs:/// URIs (the cluster's default file system) of the files a deployment uploads, and
-    the RM URLs the controller is given."""
+    the RM URLs the controller is given; ``ranger_conf``: the names of the Ranger files to ship."""
     base = f"hdfs://{artifact_dir(user, config.service_name)}"
     token = f"{base}/token" if config.token is not None or config.token_file is not None else None
     store_password = (
@@ -47,6 +56,7 @@ def planned_artifacts(
         token_file=token,
         secrets_password_file=store_password,
         rm_urls=rm_urls,
+        ranger_conf=tuple(f"{base}/{name}" for name in ranger_conf),
     )
 
 
@@ -58,6 +68,7 @@ class Desired:
     user: str
     spec: JSON
     uploads: dict[str, bytes] = field(repr=False)  # holds the token: never printed
+    notes: tuple[str, ...] = ()  # what the user asked for that TARN accepts but does not use
 
     @property
     def directory(self) -> str:
@@ -68,7 +79,9 @@ def desired_service(
     config: TarnConfig, user: str, environ: Mapping[str, str], rm_urls: tuple[str, ...] = ()
 ) -> Desired:
     """Validate ``config`` and build its spec and files; ConfigError names the flag at fault."""
-    artifacts = planned_artifacts(config, user, environ, rm_urls)
+    ranger = settings_of(config)  # reads and checks ranger-triton-security.xml before any contact
+    ranger_files = shipped_files(Path(config.ranger_conf_dir)) if ranger and config.ranger_conf_dir else {}
+    artifacts = planned_artifacts(config, user, environ, rm_urls, tuple(ranger_files))
     spec = build_service_spec(config, artifacts)  # validates everything before any contact
     code = {
         _hdfs_path(artifacts.payload): payload.controller_zipapp(),
@@ -79,11 +92,26 @@ def desired_service(
         uploads[_hdfs_path(artifacts.token_file)] = _token_bytes(config)
     if artifacts.secrets_password_file is not None:
         uploads[_hdfs_path(artifacts.secrets_password_file)] = environ[STORE_PASSWORD_ENV].encode()
+    for path in artifacts.ranger_conf:
+        uploads[_hdfs_path(path)] = ranger_files[path.rsplit("/", 1)[-1]]
     for component, path in ((CONTROLLER, artifacts.payload), (TRITON, artifacts.launcher)):
-        env = (component_of(spec, component) or {}).setdefault("configuration", {}).setdefault("env", {})
+        env = _env(spec, component)
         env[CODE_DIGEST_ENV] = hashlib.sha256(code[_hdfs_path(path)]).hexdigest()[:16]
+    if ranger_files:
+        digest = hashlib.sha256()
+        for name, data in sorted(ranger_files.items()):
+            digest.update(name.encode() + b"\0" + data + b"\0")
+        _env(spec, CONTROLLER)[RANGER_CONF_DIGEST_ENV] = digest.hexdigest()[:16]
     spec["version"] = spec_version(spec)
-    return Desired(config=config, user=user, spec=spec, uploads=uploads)
+    notes = config.notes + (ranger.notes if ranger else ())
+    return Desired(config=config, user=user, spec=spec, uploads=uploads, notes=notes)
+
+
+def _env(spec: JSON, component: str) -> dict[str, str]:
+    env: dict[str, str] = (
+        (component_of(spec, component) or {}).setdefault("configuration", {}).setdefault("env", {})
+    )
+    return env
 
 
 def _hdfs_path(uri: str) -> str:

@@ -289,7 +289,8 @@ class TarnConfig:
     )  # fmt: skip
     ranger_service: str | None = option(
         None, "--ranger-service", "-rs", group="discovery and authorization", env=("RANGER_SERVICE",),
-        help="Apache Ranger service whose policies authorize requests (or $RANGER_SERVICE)",
+        help="Apache Ranger service whose policies authorize requests (or $RANGER_SERVICE); "
+        "tarn submit needs --ranger-conf-dir with it",
     )  # fmt: skip
     ranger_app_id: str = option(
         "tarn", "--ranger-app-id", "-ra", group="discovery and authorization", env=("RANGER_APP_ID",),
@@ -298,6 +299,15 @@ class TarnConfig:
     ranger_audit: bool = option(
         False, "--ranger-audit", "-raudit", group="discovery and authorization", form="toggle",
         env=("RANGER_AUDIT",), help="send audit events to Ranger (or $RANGER_AUDIT)",
+    )  # fmt: skip
+    ranger_conf_dir: str | None = option(
+        None, "--ranger-conf-dir", group="discovery and authorization", metavar="DIR",
+        help="directory holding ranger-triton-security.xml (and ranger-triton-audit.xml); "
+        "tarn submit ships its ranger-triton-*.xml files to the controller",
+        doc=("Local directory with the Ranger plugin's C(ranger-triton-security.xml) (Ranger Admin's URL, "
+             "poll interval, cache directory).",
+             "Its C(ranger-triton-*.xml) files are uploaded and localized into the controller's container.",
+             "Required with O(ranger_service).",),
     )  # fmt: skip
     # Docker runtime
     docker_network: str = option("host", "--docker-network", group="Docker runtime", help="Docker network")
@@ -797,6 +807,10 @@ def _check_ranger(c: TarnConfig) -> None:
             "--ranger-service", c.ranger_service, _NAME, "give the Ranger service name, e.g. triton_prod"
         )
     _require_match("--ranger-app-id", c.ranger_app_id, _NAME, "give an id such as tarn")
+    if c.ranger_conf_dir is not None:
+        _require_match("--ranger-conf-dir", c.ranger_conf_dir, _PROGRAM, "give a plain directory path")
+        if c.ranger_service is None:  # Ranger is on only with a service: never a silent "allow all"
+            _fail("--ranger-conf-dir", "is given without --ranger-service", "add --ranger-service NAME")
 
 
 def _check_docker(c: TarnConfig) -> None:
