@@ -1,0 +1,119 @@
+"""Ranger decisions: TARN's policy engine with 1,000 policies against 10 (the baseline, same
+run): evaluate() latency p50/p99 and decisions per second, as the controller's /authorize and
+its model filtering call it. Target (issue 12): p99 <= 1 ms with 1,000 policies, so a gateway
+can ask per request. Not measured here: the HTTP round trip of /authorize.
+
+The policies mix what operators write: exact model names, prefixes and wildcards, group and
+user items, denies with exceptions, OVERRIDE policies, {USER} values and excludes.
+
+    python bench/ranger_authorize.py [--policies 1000] [--requests 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from typing import Any
+
+from tarn.ranger.engine import Engine
+
+SERVICE_DEF: dict[str, Any] = {
+    "name": "triton",
+    "resources": [
+        {
+            "itemId": 1, "name": "model", "level": 1, "mandatory": True,
+            "matcher": "org.apache.ranger.plugin.resourcematcher.RangerDefaultResourceMatcher",
+            "matcherOptions": {"wildCard": "true", "ignoreCase": "true"},
+        }
+    ],
+    "accessTypes": [{"itemId": n, "name": a} for n, a in enumerate(("infer", "metadata", "list"), 1)],
+}  # fmt: skip
+ACCESSES = ("infer", "metadata", "list")
+USERS = [f"user{n}" for n in range(50)]
+
+
+def item(rng: random.Random) -> dict[str, Any]:
+    return {
+        "users": rng.sample(USERS, rng.randint(0, 2)) + (["{USER}"] if rng.random() < 0.05 else []),
+        "groups": rng.sample([f"team{n}" for n in range(20)], rng.randint(0, 2)),
+        "accesses": [{"type": a, "isAllowed": True} for a in rng.sample(ACCESSES, rng.randint(1, 3))],
+    }  # fmt: skip
+
+
+def model_value(rng: random.Random, n: int) -> str:
+    roll = rng.random()
+    if roll < 0.7:
+        return f"model_{n}"
+    if roll < 0.9:
+        return f"model_{n % 100}*"
+    return f"*_{n % 10}?" if roll < 0.97 else "*"
+
+
+def service_policies(count: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed)  # noqa: S311 - benchmark data, not secrets
+    found = []
+    for n in range(count):
+        policy: dict[str, Any] = {
+            "id": n + 1, "name": f"p{n}", "isEnabled": True, "isAuditEnabled": rng.random() < 0.5,
+            "policyPriority": 1 if rng.random() < 0.02 else 0,
+            "resources": {"model": {"values": [model_value(rng, n)], "isExcludes": rng.random() < 0.02}},
+            "policyItems": [item(rng) for _n in range(rng.randint(1, 3))],
+        }  # fmt: skip
+        if rng.random() < 0.1:
+            policy["denyPolicyItems"] = [item(rng)]
+            policy["denyExceptions"] = [item(rng)] if rng.random() < 0.5 else []
+        found.append(policy)
+    return {
+        "serviceName": "triton_prod", "serviceId": 1, "policyVersion": 1, "serviceDef": SERVICE_DEF,
+        "policies": found, "auditMode": "audit-default",
+    }  # fmt: skip
+
+
+def measure(engine: Engine, requests: int, seed: int) -> tuple[list[float], float]:
+    """Each decision's seconds, and decisions per second over the whole run."""
+    rng = random.Random(seed)  # noqa: S311 - benchmark data, not secrets
+    asked = [
+        (f"user{rng.randrange(60)}", frozenset({f"team{rng.randrange(25)}"}), f"model_{rng.randrange(1200)}",
+         rng.choice(ACCESSES))
+        for _n in range(requests)
+    ]  # fmt: skip
+    took = []
+    began = time.perf_counter()
+    for user, groups, model, access in asked:
+        start = time.perf_counter()
+        engine.evaluate(user, groups, model, access)
+        took.append(time.perf_counter() - start)
+    return took, requests / (time.perf_counter() - began)
+
+
+def report(label: str, policies: int, requests: int) -> float:
+    started = time.perf_counter()
+    engine = Engine.from_json(service_policies(policies, seed=policies))
+    load_ms = (time.perf_counter() - started) * 1000
+    measure(engine, 1000, seed=1)  # warm up
+    took, rate = measure(engine, requests, seed=2)
+    ordered = sorted(took)
+    p50, p99 = statistics.median(ordered) * 1e6, ordered[int(len(ordered) * 0.99)] * 1e6
+    print(
+        f"{label:>9}: {policies:>5} policies, load {load_ms:6.1f} ms, "
+        f"p50 {p50:6.1f} us, p99 {p99:7.1f} us, {rate:9,.0f} decisions/s"
+    )
+    return p99
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0] if __doc__ else None)
+    parser.add_argument("--policies", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=20_000)
+    args = parser.parse_args()
+    report("baseline", 10, args.requests)
+    p99 = report("measured", args.policies, args.requests)
+    verdict = "met" if p99 <= 1000 else "NOT met"
+    print(f"target: p99 <= 1 ms with {args.policies} policies: {verdict} ({p99 / 1000:.3f} ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
