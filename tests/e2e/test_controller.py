@@ -126,7 +126,7 @@ def service(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
     submitted = tarn(
         "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
-        "--model-repository", f"hdfs://{MODELS_ON_HDFS}", "--token", token,
+        "--model-repository", f"hdfs://{MODELS_ON_HDFS}", f"--token={token}",  # may start with "-"
         "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
         "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),
         "--min-instances", "1", "--max-instances", "3", "--cooldown", "10000", "--tick-seconds", "1",

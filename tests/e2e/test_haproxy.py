@@ -37,7 +37,7 @@ CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{L
 
 
 def tarn(*args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
-    flags = ["--token", token] if token else []
+    flags = [f"--token={token}"] if token else []  # one word: a random token may start with "-"
     return subprocess.run(
         [sys.executable, "-m", "tarn", *args, *flags],
         capture_output=True,
