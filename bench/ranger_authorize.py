@@ -12,24 +12,19 @@ user items, denies with exceptions, OVERRIDE policies, {USER} values and exclude
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import time
+from importlib import resources
 from typing import Any
 
 from tarn.ranger.engine import Engine
 
-SERVICE_DEF: dict[str, Any] = {
-    "name": "triton",
-    "resources": [
-        {
-            "itemId": 1, "name": "model", "level": 1, "mandatory": True,
-            "matcher": "org.apache.ranger.plugin.resourcematcher.RangerDefaultResourceMatcher",
-            "matcherOptions": {"wildCard": "true", "ignoreCase": "true"},
-        }
-    ],
-    "accessTypes": [{"itemId": n, "name": a} for n, a in enumerate(("infer", "metadata", "list"), 1)],
-}  # fmt: skip
+# the service type TARN ships (and the role registers), as Ranger Admin serves it to plugins
+SERVICE_DEF: dict[str, Any] = json.loads(
+    resources.files("tarn.ranger").joinpath("triton-service-def.json").read_text()
+)
 ACCESSES = ("infer", "metadata", "list")
 USERS = [f"user{n}" for n in range(50)]
 

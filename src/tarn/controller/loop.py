@@ -350,6 +350,7 @@ class ControlLoop:
     def _unlisted(self, missing: list[Container], now: float) -> list[Container]:
         """The missing instances still within their grace (observe.UNREPORTED_GRACE_S)."""
         since = {c.container_id: self._unlisted_since.get(c.container_id, now) for c in missing}
+        kept = [c for c in missing if now - since[c.container_id] <= UNREPORTED_GRACE_S]
         for c in missing:
             if c.container_id not in self._unlisted_since:
                 log.warning(
@@ -357,11 +358,10 @@ class ControlLoop:
                     c.instance,
                     c.container_id,
                 )
-        self._unlisted_since = {k: t for k, t in since.items() if now - t <= UNREPORTED_GRACE_S}
-        for c in missing:
-            if c.container_id not in self._unlisted_since:
+            elif c not in kept:
                 log.warning("%s unlisted for over %.0f s: withdrawn", c.instance, UNREPORTED_GRACE_S)
-        return [c for c in missing if c.container_id in self._unlisted_since]
+        self._unlisted_since = {c.container_id: since[c.container_id] for c in kept}
+        return kept
 
     def _views(
         self, containers: list[Container], scrapes: dict[str, Scrape], now: float
