@@ -45,9 +45,15 @@ class Hdfs:
             self.fail_next -= 1
             return reply_json(handler, 503, {"RemoteException": {"exception": "RetriableException"}})
         op = query["op"]
+        if datanode and op == "APPEND":
+            self.files[path] += body
+            return reply_json(handler, 200, {})
         if datanode:
             self.files[path] = body
             return reply_json(handler, 201, {})
+        if op == "APPEND" and path in self.files:
+            location = f"{self.url}/datanode{parts.path.removeprefix('/webhdfs/v1')}?{parts.query}"
+            return reply_json(handler, 307, {}, {"Location": location})
         if op == "CREATE":
             if query.get("overwrite") == "false" and path in self.files:
                 exists = {"exception": "FileAlreadyExistsException"}
@@ -79,6 +85,9 @@ class Hdfs:
 
             def do_DELETE(self) -> None:
                 hdfs.handle(self, "DELETE")
+
+            def do_POST(self) -> None:
+                hdfs.handle(self, "POST")
 
         return serve(Handler)
 
@@ -120,6 +129,21 @@ def test_create_without_overwrite_is_refused_and_not_retried(
     with pytest.raises(WebHdfsError, match="FileAlreadyExistsException") as refused:
         client.write("/f", b"y", overwrite=False)
     assert (refused.value.status, hdfs.files["/f"], sleeps) == (403, b"x", [])
+
+
+def test_append_goes_to_the_datanode_and_is_not_retried(
+    hdfs: Hdfs, client: WebHdfsClient, sleeps: list[float]
+) -> None:
+    client.write("/audit.log", b"a\n")
+    client.append("/audit.log", b"b\n")
+    assert hdfs.files == {"/audit.log": b"a\nb\n"}
+    assert hdfs.seen[-2:] == [("POST", "namenode", "APPEND", 0), ("POST", "datanode", "APPEND", 2)]
+    hdfs.fail_next = 1
+    with pytest.raises(WebHdfsError, match="RetriableException"):
+        client.append("/audit.log", b"c\n")
+    assert (hdfs.files["/audit.log"], sleeps) == (b"a\nb\n", [])
+    with pytest.raises(WebHdfsError, match="FileNotFoundException"):
+        client.append("/missing.log", b"x")
 
 
 def test_status_mkdirs_delete_and_upload(hdfs: Hdfs, client: WebHdfsClient, tmp_path: Path) -> None:

@@ -3,16 +3,19 @@
 Inside YARN the RM is found like any Hadoop client finds it: $HADOOP_CONF_DIR/yarn-site.xml
 (the NodeManager passes HADOOP_CONF_DIR to containers), unless --rm-url is given. With
 --ranger-service, Ranger's plugin settings come from --ranger-conf-dir (tarn.ranger.settings)
-and a refresher keeps the policies (tarn.ranger.refresher) the API authorizes with.
+and a refresher keeps the policies (tarn.ranger.refresher) the API authorizes with; with
+--ranger-audit, an audit writer (tarn.ranger.audit_log) sends its decisions to Ranger's destinations.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from types import FrameType
 
 from tarn.clients.resourcemanager import ResourceManager
@@ -20,12 +23,15 @@ from tarn.controller.loop import ControlLoop
 from tarn.controller.observe import Scraper
 from tarn.controller.registry import Registry
 from tarn.controller.server import Api, serve
-from tarn.hadoop_conf import client_conf_dir, resource_manager_urls
+from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls
+from tarn.ranger.audit_log import AuditLog, HdfsAuditFile, Identity
 from tarn.ranger.authorizer import Authorizer
 from tarn.ranger.refresher import Refresher, connect
 from tarn.ranger.settings import PluginSettings, settings_of
 from tarn.stdlib.api_token import read_token
 from tarn.stdlib.config import TarnConfig
+from tarn.stdlib.hadoop_site import namenode_http_url
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, namenode_location
 
 log = logging.getLogger("tarn.controller")
 
@@ -48,7 +54,8 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     scraper = Scraper(timeout=min(1.0, config.tick_seconds / 2))
     controller = ControlLoop(config, rm, registry, scraper)
     refresher = None if ranger is None else start_ranger(ranger)
-    authorizer = None if refresher is None else Authorizer(lambda: refresher.state)
+    audit = None if ranger is None or not ranger.audit.on else start_audit(ranger, user, environ)
+    authorizer = None if refresher is None else Authorizer(lambda: refresher.state, audit=audit)
     api = Api(controller, read_token(config.token, config.token_file), authorizer)
     if api.token is None:
         log.warning("no --token: the API answers anyone who can reach it")
@@ -69,6 +76,8 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
         scraper.close()
         if refresher is not None:
             refresher.stop()
+        if audit is not None:
+            audit.stop()  # writes what is queued
         if registry is not None:
             left = registry.detach()
             log.info("leaving %d registrations to the ZooKeeper session for a successor", left)
@@ -90,3 +99,31 @@ def start_ranger(settings: PluginSettings) -> Refresher:
         settings.cache_dir or "off",
     )
     return refresher
+
+
+def start_audit(settings: PluginSettings, user: str, environ: Mapping[str, str]) -> AuditLog:
+    """The audit writer for ranger-triton-audit.xml's destinations; HDFS through WebHDFS, found as
+    the launcher finds it ($HADOOP_CONF_DIR), as the controller's user."""
+    host = socket.gethostname()
+    hdfs = None
+    if settings.audit.hdfs is not None:
+        conf = client_conf_dir(None, environ)
+        namenode, folder = namenode_location(
+            settings.audit.hdfs.dir,
+            namenode_http_url(read_properties(conf / "hdfs-site.xml")),
+            read_properties(conf / "core-site.xml").get("fs.defaultFS"),
+        )
+        client = WebHdfsClient(namenode, SimpleAuth(user), timeout=10.0, retries=1)
+        destination = replace(settings.audit.hdfs, dir=folder.rstrip("/"))
+        hdfs = HdfsAuditFile(client, destination, settings.app_id, host)
+    identity = Identity(settings.service, settings.app_id, host, settings.cluster_name)
+    audit = AuditLog(settings.audit, identity, hdfs)
+    audit.start()
+    log.info(
+        "Ranger audit: to %s",
+        " and ".join(
+            ([f"HDFS {settings.audit.hdfs.dir}"] if settings.audit.hdfs else [])
+            + ([f"logger {settings.audit.logger}"] if settings.audit.logger else [])
+        ),
+    )
+    return audit

@@ -8,7 +8,9 @@ Labels never carry a secret: instance names, container ids, hosts, GPU UUIDs onl
 With ``--ranger-service``: ``tarn_ranger_policies_loaded`` and ``tarn_ranger_policies_stale`` (0/1),
 ``tarn_ranger_policy_version``, ``tarn_ranger_policy_age_seconds`` (since Admin last confirmed the
 policies in force), ``tarn_ranger_refresh_failures_total`` and ``tarn_ranger_decisions_total``
-(labels access and decision: never a user or a model).
+(labels access and decision: never a user or a model); with ``--ranger-audit`` also
+``tarn_ranger_audit_events_written_total``, ``..._dropped_total``, ``tarn_ranger_audit_write_failures_total``
+and ``tarn_ranger_audit_events_pending``.
 """
 
 from __future__ import annotations
@@ -155,6 +157,15 @@ def _ranger(authorizer: Authorizer) -> Iterator[GaugeMetricFamily | CounterMetri
     for (access, decision), count in sorted(authorizer.decisions().items()):
         decisions.add_metric([access, decision], count)
     yield decisions
+    if authorizer.audit is not None:
+        audit = authorizer.audit
+        for name, text, value in (
+            ("tarn_ranger_audit_events_written", "Ranger audit events written", audit.written),
+            ("tarn_ranger_audit_events_dropped", "Ranger audit events dropped (queue full)", audit.dropped),
+            ("tarn_ranger_audit_write_failures", "Failed writes of Ranger audits to HDFS", audit.failures),
+        ):
+            yield CounterMetricFamily(name, text, value)
+        yield _gauge("tarn_ranger_audit_events_pending", "Ranger audit events not yet written", audit.pending)
 
 
 def metrics_registry(

@@ -147,7 +147,7 @@ class Api:
         self._lock = threading.Lock()
         self.registry = metrics_registry(controller, self.counts, authorizer)
 
-    def snapshot_for(self, headers: Any) -> Snapshot:
+    def snapshot_for(self, headers: Any, client_ip: str | None = None) -> Snapshot:
         """The published snapshot as the requester may see it: with Ranger, the models they may
         ``list`` (none without a requester); without, all."""
         snap = self.controller.snapshot
@@ -155,7 +155,7 @@ class Api:
             return snap
         user, authorizer = requester(headers), self.authorizer
         return with_visible_models(
-            snap, lambda model: user is not None and authorizer.allowed(user, model, "list")
+            snap, lambda model: user is not None and authorizer.allowed(user, model, "list", client_ip)
         )
 
     def counts(self) -> dict[tuple[str, str], int]:
@@ -224,13 +224,18 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
                 if method == "DELETE":
                     return set(), True, lambda q: _undrain(api.controller, name)
                 return set(), False, lambda q: _method_not_allowed()
+            client = str(self.client_address[0])  # Ranger's audit cliIP
             routes: dict[str, tuple[set[str], bool, Callable[[dict[str, str]], Any]]] = {
                 "/health": (set(), False, lambda q: _health(api.controller)),
-                "/instances": ({"format"}, True, lambda q: _instances(api, q, self.headers)),
+                "/instances": ({"format"}, True, lambda q: _instances(api, q, self.headers, client)),
                 "/metrics": (set(), True, lambda q: (200, PROMETHEUS_TEXT, render(api.registry))),
-                "/dashboard": (set(), True, lambda q: _dashboard(api, self.headers)),
+                "/dashboard": (set(), True, lambda q: _dashboard(api, self.headers, client)),
                 "/config": (set(), True, lambda q: _json(200, api.controller.config.redacted())),
-                "/authorize": ({"model", "action", "user"}, True, lambda q: _authorize(api, q, self.headers)),
+                "/authorize": (
+                    {"model", "action", "user"},
+                    True,
+                    lambda q: _authorize(api, q, self.headers, client),
+                ),
             }
             if path not in routes:
                 return None
@@ -270,22 +275,22 @@ def _health(controller: ControlLoop) -> tuple[int, str, bytes]:
     return _json(200, {"status": "ok", "last_tick_age_s": age})
 
 
-def _instances(api: Api, query: dict[str, str], headers: Any) -> tuple[int, str, bytes]:
+def _instances(api: Api, query: dict[str, str], headers: Any, client_ip: str) -> tuple[int, str, bytes]:
     wanted = query.get("format")
     if wanted not in (None, "json", "text"):
         raise BadRequest(f"format={wanted!r}: use json or text")
     as_text = wanted == "text" or (wanted is None and "text/plain" in str(headers.get("Accept", "")))
-    content_type, body = instances_body(api.snapshot_for(headers), as_text)
+    content_type, body = instances_body(api.snapshot_for(headers, client_ip), as_text)
     return 200, content_type, body
 
 
-def _dashboard(api: Api, headers: Any) -> tuple[int, str, bytes]:
+def _dashboard(api: Api, headers: Any, client_ip: str) -> tuple[int, str, bytes]:
     ranger = None if api.authorizer is None else api.authorizer.health()
-    page = render_dashboard(api.snapshot_for(headers), ranger=ranger, user=requester(headers))
+    page = render_dashboard(api.snapshot_for(headers, client_ip), ranger=ranger, user=requester(headers))
     return 200, "text/html; charset=utf-8", page.encode()
 
 
-def _authorize(api: Api, query: dict[str, str], headers: Any) -> tuple[int, str, bytes]:
+def _authorize(api: Api, query: dict[str, str], headers: Any, client_ip: str) -> tuple[int, str, bytes]:
     """``true`` or ``false``; without --ranger-service always ``true`` (TARN authorizes nothing itself)."""
     model = checked_name(query.get("model"), "model")
     if model is None:
@@ -298,7 +303,7 @@ def _authorize(api: Api, query: dict[str, str], headers: Any) -> tuple[int, str,
         return 200, "text/plain; charset=utf-8", b"true"
     if user is None:
         raise BadRequest(f"user: none given and no {USER_HEADER} header; give ?user=NAME or the header")
-    allowed = api.authorizer.allowed(user, model, action)
+    allowed = api.authorizer.allowed(user, model, action, client_ip)
     return 200, "text/plain; charset=utf-8", b"true" if allowed else b"false"
 
 

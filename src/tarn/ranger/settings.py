@@ -25,19 +25,19 @@ dropped connection to the first Admin must not hold the failover for two minutes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 from xml.etree.ElementTree import ParseError
 
 from tarn.errors import ConfigError
 from tarn.hadoop_conf import read_properties
+from tarn.ranger.audit import OFF, AuditSettings, read_audit_settings
 from tarn.stdlib.config import TarnConfig
 
 SERVICE_TYPE = "triton"
 PREFIX = f"ranger.plugin.{SERVICE_TYPE}"
 SECURITY_FILE = f"ranger-{SERVICE_TYPE}-security.xml"
-AUDIT_FILE = f"ranger-{SERVICE_TYPE}-audit.xml"
 SHIPPED_FILES = f"ranger-{SERVICE_TYPE}-*.xml"
 REST_URL = f"{PREFIX}.policy.rest.url"
 SERVICE_NAME = f"{PREFIX}.service.name"
@@ -68,6 +68,7 @@ class PluginSettings:
     cluster_name: str = ""
     connect_timeout_s: float = 5.0
     read_timeout_s: float = 30.0
+    audit: AuditSettings = OFF  # --ranger-audit: ranger-triton-audit.xml's destinations
     notes: tuple[str, ...] = ()
 
 
@@ -111,18 +112,26 @@ def settings_of(config: TarnConfig) -> PluginSettings | None:
     """The plugin settings a config asks for (None: no ``--ranger-service``, Ranger is off); read
     and checked where ``tarn submit`` runs and again in the controller's container."""
     if config.ranger_service is None:
+        if config.ranger_audit:
+            raise ConfigError("--ranger-audit: set without --ranger-service; give the service to audit")
         return None
     if config.ranger_conf_dir is None:
         raise ConfigError(
             "--ranger-service: set, but no policy REST URL without --ranger-conf-dir; "
             f"give --ranger-conf-dir DIR holding {SECURITY_FILE} with {REST_URL}"
         )
-    return read_settings(Path(config.ranger_conf_dir), config.ranger_service, config.ranger_app_id)
+    return read_settings(
+        Path(config.ranger_conf_dir), config.ranger_service, config.ranger_app_id, config.ranger_audit
+    )
 
 
-def read_settings(conf_dir: Path, service: str, app_id: str) -> PluginSettings:
-    """The settings of ``conf_dir``/ranger-triton-security.xml; ConfigError when it is missing or invalid."""
-    return plugin_settings(_security_properties(conf_dir), service, app_id)
+def read_settings(conf_dir: Path, service: str, app_id: str, audit: bool = False) -> PluginSettings:
+    """The settings of ``conf_dir``/ranger-triton-security.xml (and, with ``audit``, of
+    ranger-triton-audit.xml); ConfigError when one is missing or invalid."""
+    settings = plugin_settings(_security_properties(conf_dir), service, app_id)
+    if not audit:
+        return settings
+    return replace(settings, audit=read_audit_settings(conf_dir))
 
 
 def shipped_files(conf_dir: Path) -> dict[str, bytes]:

@@ -178,6 +178,13 @@ def verdict(state: PolicyState, user: str | None, model: str, access: str) -> Ve
     return state.engine.evaluate(user, state.groups.get(user, frozenset()), model, access)
 
 
+def service_type_id(state: PolicyState) -> int:
+    """The service def's id, as Ranger's audit events give it (repoType); -1 when unknown."""
+    definition = (state.documents.policies or {}).get("serviceDef") or {}
+    found = definition.get("id")
+    return found if isinstance(found, int) else -1
+
+
 def health(state: PolicyState, now: float) -> Health:
     """Current: policies confirmed by Admin at the last poll. Stale: policies in force, but the
     last poll failed or they came from the cache. Missing: none, so every check is denied."""

@@ -293,6 +293,15 @@ class WebHdfsClient:
 
         self._retrying(f"CREATE {path}", attempt)
 
+    def append(self, path: str, data: bytes) -> None:
+        """Append ``data`` to the file ``path``. Not retried: an append whose answer was lost may
+        have happened, and a retry would write it twice; the caller decides."""
+        try:
+            with self._open("POST", self._url(path, "APPEND"), data):
+                pass
+        except _TRANSIENT as exc:
+            raise WebHdfsError(f"WebHDFS APPEND {path}: {exc}") from exc
+
     def delete(self, path: str, recursive: bool = False) -> bool:
         """Whether something was deleted (False: nothing was there)."""
         return bool(self._json("DELETE", path, "DELETE", recursive=str(recursive).lower())["boolean"])
