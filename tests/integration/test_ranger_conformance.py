@@ -727,14 +727,19 @@ def random_scenario(rng: random.Random, index: int) -> Scenario:
 # ---- the two engines
 
 
-@pytest.fixture(scope="module")
-def harness() -> Path:
+def harness_jar() -> Path:
+    """The harness's jar; the test fails (never skips) when it was not built."""
     if not HARNESS_JAR.is_file():
         pytest.fail(
             f"{HARNESS_JAR.relative_to(ROOT)} is missing: build it with "
             "`lab/ranger-harness/build.sh build/ranger-harness` (make integration does)"
         )
     return HARNESS_JAR
+
+
+@pytest.fixture(scope="module")
+def harness() -> Path:
+    return harness_jar()
 
 
 def ranger_verdicts(jar: Path, scenarios: Sequence[Scenario]) -> list[list[Verdict]]:

@@ -5,16 +5,18 @@ is the controller's own: settings read from a ranger-triton-security.xml, the re
 Admin with Ranger's plugin protocol, the API (/authorize, /instances, /dashboard, /metrics) on
 loopback in front of a scripted control loop.
 
-Checked: every /authorize answer equals the engine's decision over what Admin serves; a policy
-change is enforced within one poll interval (measured and printed); Admin stopped keeps the last
-good policies and says so; a controller started with Admin down uses the cache, and without a
-cache denies everything.
+Checked: every /authorize answer equals Ranger's own engine's decision (ranger-plugins-common 2.8.0
+through lab/ranger-harness) over what Admin serves; with --ranger-audit, one audit event per decision
+Ranger audits and none for the others; a policy change is enforced within one poll interval (measured
+and printed); Admin stopped keeps the last good policies and says so; a controller started with Admin
+down uses the cache, and without a cache denies everything.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -31,6 +33,8 @@ import pytest
 import requests
 
 from tarn.controller.server import Api, serve
+from tarn.ranger.audit import AuditSettings
+from tarn.ranger.audit_log import AuditLog, Identity
 from tarn.ranger.authorizer import Authorizer
 from tarn.ranger.engine import Engine
 from tarn.ranger.refresher import Refresher, connect
@@ -38,6 +42,7 @@ from tarn.ranger.settings import read_settings
 from tarn.ranger.state import PolicyState
 from tarn.stdlib.api_token import Secret
 from tests.integration.test_ranger_admin_standin import SERVICE, Standin, service_def, start, stop
+from tests.integration.test_ranger_conformance import harness_jar
 from tests.unit.test_controller_authorize import ModelScraper
 from tests.unit.test_controller_loop import TOKEN, make
 from tests.unit.test_ranger_settings import write_xml
@@ -149,14 +154,15 @@ def write_conf(directory: Path, admin_url: str, cache_dir: Path | None) -> Path:
     return directory
 
 
-def run_controller(conf_dir: Path) -> Controller:
+def run_controller(conf_dir: Path, audit: AuditLog | None = None) -> Controller:
     refresher = connect(read_settings(conf_dir, SERVICE, "tarn"))
     refresher.start()
     lab = make(instances=2)
     lab.scraper = ModelScraper(lab.clock)
     lab.controller._scraper = lab.scraper
     lab.ticks(1)
-    server = serve(Api(lab.controller, Secret(TOKEN), Authorizer(lambda: refresher.state)), "127.0.0.1", 0)
+    authorizer = Authorizer(lambda: refresher.state, audit=audit)
+    server = serve(Api(lab.controller, Secret(TOKEN), authorizer), "127.0.0.1", 0)
     return Controller(refresher, server, f"http://127.0.0.1:{server.server_address[1]}")
 
 
@@ -167,17 +173,48 @@ def wait_until(done: Callable[[PolicyState], bool], refresher: Refresher, timeou
         time.sleep(0.02)
 
 
-def engine_decisions(admin: Standin) -> dict[tuple[str, str, str], bool]:
-    """What Ranger's engine decides over the documents Admin serves (groups from its user store)."""
+def served(admin: Standin) -> tuple[Json, Json, dict[str, list[str]]]:
+    """The policies, roles and user → groups Admin serves its plugins."""
     get: Callable[[str, str], Json] = lambda path, version: admin.get(path, **{version: "-1"}).json()  # noqa: E731
     policies = get(f"/service/plugins/policies/download/{SERVICE}", "lastKnownVersion")
     roles = get(f"/service/roles/download/{SERVICE}", "lastKnownRoleVersion")
     groups = get(f"/service/xusers/download/{SERVICE}", "lastKnownUserStoreVersion")["userGroupMapping"]
+    return policies, roles, groups
+
+
+def engine_decisions(admin: Standin) -> dict[tuple[str, str, str], bool]:
+    """What TARN's engine decides over the documents Admin serves (groups from its user store)."""
+    policies, roles, groups = served(admin)
     engine = Engine.from_json(policies, roles)
     return {
         (user, model, action): engine.evaluate(user, frozenset(groups.get(user, ())), model, action).allowed
         for user, model, action in product(USERS, MODELS, ACTIONS)
     }
+
+
+def ranger_decisions(jar: Path, admin: Standin) -> dict[tuple[str, str, str], Json]:
+    """What Ranger's own engine decides (allowed, audited, policy_id) over the same documents."""
+    policies, roles, groups = served(admin)
+    keys = list(product(USERS, MODELS, ACTIONS))
+    document = {
+        "service_def": policies["serviceDef"],
+        "service_policies": policies,
+        "roles": roles,
+        "super_users": [],
+        "super_groups": [],
+        "cases": [{"user": u, "groups": groups.get(u, []), "model": m, "access": a} for u, m, a in keys],
+    }
+    proc = subprocess.run(
+        ["java", "-jar", str(jar)], input=json.dumps(document), capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return dict(zip(keys, json.loads(proc.stdout), strict=True))
+
+
+@pytest.fixture(scope="module")
+def ranger_jar() -> Path:
+    return harness_jar()
 
 
 @pytest.fixture
@@ -201,10 +238,12 @@ def controller(admin: Standin, tmp_path: Path) -> Iterator[Controller]:
     running.close()
 
 
-def test_authorize_answers_as_the_engine_for_every_user_model_and_action(
-    admin: Standin, controller: Controller
+def test_authorize_answers_as_ranger_s_engine_for_every_user_model_and_action(
+    admin: Standin, controller: Controller, ranger_jar: Path
 ) -> None:
     answers = controller.answers()
+    ranger = ranger_decisions(ranger_jar, admin)
+    assert answers == {key: verdict["allowed"] for key, verdict in ranger.items()}
     assert answers == engine_decisions(admin)
     allowed = {key for key, ok in answers.items() if ok}
     assert {m for u, m, a in allowed if u == "bob" and a == "list"} == {"linear_onnx"}, (
@@ -217,12 +256,62 @@ def test_authorize_answers_as_the_engine_for_every_user_model_and_action(
     assert {m for u, m, a in allowed if u == "carol" and a == "infer"} == {"add_sub", "identity"}, (
         "OVERRIDE allow"
     )
-    print(f"\n[ranger] {len(answers)} decisions equal the engine's, {len(allowed)} allowed")
+    print(f"\n[ranger] {len(answers)} decisions equal Ranger's engine's, {len(allowed)} allowed")
 
     listed = [i["models"] for i in json.loads(controller.get("/instances", "alice"))["instances"]]
     assert listed == [["add_one", "add_sub"]] * 2
     assert [i["models"] for i in json.loads(controller.get("/instances"))["instances"]] == [[], []]
     assert "Ranger: policies version" in controller.get("/dashboard", "bob")
+
+
+class Captured(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[Json] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.events.append(json.loads(record.getMessage()))
+
+
+def test_one_audit_event_per_decision_ranger_audits(admin: Standin, tmp_path: Path, ranger_jar: Path) -> None:
+    """Audit-disabled policies and a no-audit user make some decisions unaudited; the events are
+    exactly Ranger's audited ones, with Ranger's deciding policy."""
+    client = admin.client()
+    for name in ("bob-linear", "no-infer-for-carol"):  # linear_onnx is then under unaudited policies only
+        quiet = client.get_policy(SERVICE, name)
+        quiet.isAuditEnabled = False
+        client.update_policy(SERVICE, name, quiet)
+    handler, logger = Captured(), logging.getLogger("xaaudit.test")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    audit = AuditLog(AuditSettings(logger="xaaudit.test"), Identity(SERVICE, "tarn", "controller-host"), None)
+    running = run_controller(write_conf(tmp_path / "conf", admin.url, None), audit)
+    try:
+        wait_until(lambda s: s.loaded, running.refresher)
+        answers = running.answers()
+        audit.flush()
+    finally:
+        running.close()
+        logger.removeHandler(handler)
+    ranger = ranger_decisions(ranger_jar, admin)
+    audited = {key for key, verdict in ranger.items() if verdict["audited"]}
+    assert answers == {key: verdict["allowed"] for key, verdict in ranger.items()}
+    logged = [(e["reqUser"], e["resource"], e["action"]) for e in handler.events]
+    assert len(logged) == len(set(logged)), "one event per decision"
+    assert set(logged) == audited
+    assert 0 < len(audited) < len(ranger), "some decisions are audited, some are not"
+    policies, _roles, _groups = served(admin)
+    for e in handler.events:
+        key = (e["reqUser"], e["resource"], e["action"])
+        assert (e["result"], e["policy"]) == (int(ranger[key]["allowed"]), ranger[key]["policy_id"])
+        assert (e["repo"], e["repoType"], e["resType"], e["agent"]) == (
+            SERVICE,
+            policies["serviceDef"]["id"],
+            "model",
+            "tarn",
+        )
+        assert e["cliIP"] == "127.0.0.1"
+    print(f"\n[ranger] {len(logged)} audit events for {len(ranger)} decisions; Ranger audits {len(audited)}")
 
 
 def test_a_policy_change_is_enforced_within_one_poll_interval(admin: Standin, controller: Controller) -> None:
