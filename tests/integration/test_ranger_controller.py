@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from itertools import product
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 import requests
@@ -173,7 +173,13 @@ def wait_until(done: Callable[[PolicyState], bool], refresher: Refresher, timeou
         time.sleep(0.02)
 
 
-def served(admin: Standin) -> tuple[Json, Json, dict[str, list[str]]]:
+class PluginDownloads(Protocol):
+    """A Ranger Admin's plugin downloads: the stand-in on loopback here, on a lab node in tests/e2e."""
+
+    def get(self, path: str, **params: str) -> requests.Response: ...
+
+
+def served(admin: PluginDownloads) -> tuple[Json, Json, dict[str, list[str]]]:
     """The policies, roles and user → groups Admin serves its plugins."""
     get: Callable[[str, str], Json] = lambda path, version: admin.get(path, **{version: "-1"}).json()  # noqa: E731
     policies = get(f"/service/plugins/policies/download/{SERVICE}", "lastKnownVersion")
@@ -192,10 +198,12 @@ def engine_decisions(admin: Standin) -> dict[tuple[str, str, str], bool]:
     }
 
 
-def ranger_decisions(jar: Path, admin: Standin) -> dict[tuple[str, str, str], Json]:
+def ranger_decisions(
+    jar: Path, admin: PluginDownloads, models: Sequence[str] = MODELS
+) -> dict[tuple[str, str, str], Json]:
     """What Ranger's own engine decides (allowed, audited, policy_id) over the same documents."""
     policies, roles, groups = served(admin)
-    keys = list(product(USERS, MODELS, ACTIONS))
+    keys = list(product(USERS, models, ACTIONS))
     document = {
         "service_def": policies["serviceDef"],
         "service_policies": policies,
