@@ -279,7 +279,16 @@ def test_dashboard_renders_in_headless_chromium(service: Service) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "dashboard.png"
     shot.unlink(missing_ok=True)
-    chromium = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    chromium = [
+        "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+    ]
     env = {**os.environ, "HOME": str(ARTIFACTS)}
     dom = subprocess.run(
         [*chromium, "--dump-dom", url], capture_output=True, text=True, timeout=120, check=True, env=env
