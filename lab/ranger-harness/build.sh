@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Build Apache Ranger's policy engine harness (the reference for the Ranger conformance test).
+# Build Apache Ranger's policy engine harness (the reference for the Ranger conformance test) and
+# its plugin probe (a real RangerBasePlugin downloading from a Ranger Admin, for
+# tests/integration/test_ranger_java_plugin.py).
 #
 # Usage: lab/ranger-harness/build.sh OUTDIR
 # Produces:
 #   OUTDIR/ranger-harness.jar         main class tarn.lab.ranger.RangerHarness; its manifest
-#                                     names the jars in lib/ (run: java -jar OUTDIR/ranger-harness.jar)
+#                                     names the jars in lib/ (run: java -jar OUTDIR/ranger-harness.jar);
+#                                     also tarn.lab.ranger.PluginProbe (run: java -cp
+#                                     CONF_DIR:OUTDIR/ranger-harness.jar tarn.lab.ranger.PluginProbe APP_ID)
 #   OUTDIR/lib/*.jar                  ranger-plugins-common and what it needs (exclusions in pom.xml)
 #   OUTDIR/ranger-harness.jar.inputs.sha256  hash of pom.xml, build.sh and src/; when it matches
 #                                     and the jar exists, nothing is done (idempotent).
