@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.errors import ClusterError
@@ -80,7 +81,9 @@ def whole(watched: Watched, count: int = 2) -> bool:
             return False
         wanted = watched.registered.endpoints()
         return len(wanted) == count and backend_ready() == wanted
-    except (ClusterError, subprocess.CalledProcessError, OSError):
+    except (ClusterError, subprocess.CalledProcessError, OSError, KazooException):
+        # KazooException: the test's own ZooKeeper session, e.g. expired by a slow ZooKeeper
+        # restart; kazoo opens a new one, and the next probe reads again
         return False
 
 
