@@ -1,0 +1,105 @@
+package tarn.knox.dispatch;
+
+import org.apache.http.HttpEntity;
+import org.apache.http.entity.AbstractHttpEntity;
+import org.apache.http.entity.ByteArrayEntity;
+import org.apache.http.entity.ContentType;
+import org.apache.http.entity.InputStreamEntity;
+
+import javax.servlet.http.HttpServletRequest;
+import javax.servlet.http.HttpServletRequestWrapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.util.Locale;
+
+/**
+ * The request body for Triton with the client's Content-Length. Knox's URL rewrite wrapper reports
+ * every body's length as unknown (a body rewrite could change it), so Knox's dispatch sends bodies
+ * chunked; the TRITON service rewrites no body, so the client's length still holds, and Triton's
+ * binary tensor extension (Inference-Header-Content-Length + Content-Length) gets the framing
+ * clients send. Form bodies, which the identity assertion may rewrite, keep Knox's behaviour.
+ *
+ * <p>Failover: Knox's HA dispatch sends the same entity again to the next instance. A body up to
+ * {@link #REPLAY_LIMIT} bytes (system property {@code tarn.knox.replay.limit}, default 8 MiB) is
+ * held in memory so that it can be; a larger one is streamed once, and a second send fails at once
+ * with an IOException instead of leaving the next instance waiting for a body that never comes.
+ */
+final class RequestBodies {
+  static final long REPLAY_LIMIT = Long.getLong("tarn.knox.replay.limit", 8L << 20);
+
+  private RequestBodies() {
+  }
+
+  static HttpEntity entity(HttpServletRequest request) throws IOException {
+    long length = clientLength(request);
+    String type = request.getContentType();
+    ContentType contentType = type == null ? null : ContentType.parse(type);
+    InputStream in = request.getInputStream();
+    if (length >= 0 && length <= REPLAY_LIMIT) {
+      byte[] body = in.readNBytes((int) length);
+      if (body.length != length) {
+        throw new IOException("request body ended after " + body.length + " of " + length + " bytes");
+      }
+      ByteArrayEntity entity = new ByteArrayEntity(body, contentType);
+      return entity;
+    }
+    return new OnceEntity(contentType == null ? new InputStreamEntity(in, length)
+        : new InputStreamEntity(in, length, contentType));
+  }
+
+  /** A streamed body that refuses to be sent twice. */
+  static final class OnceEntity extends AbstractHttpEntity {
+    private final InputStreamEntity body;
+    private boolean sent;
+
+    OnceEntity(InputStreamEntity body) {
+      this.body = body;
+      setContentType(body.getContentType());
+    }
+
+    @Override
+    public boolean isRepeatable() {
+      return false;
+    }
+
+    @Override
+    public long getContentLength() {
+      return body.getContentLength();
+    }
+
+    @Override
+    public InputStream getContent() throws IOException {
+      return body.getContent();
+    }
+
+    @Override
+    public synchronized void writeTo(OutputStream out) throws IOException {
+      if (sent) {
+        throw new IOException("request body over " + REPLAY_LIMIT + " bytes already sent to a failed instance; not replayed");
+      }
+      sent = true;
+      body.writeTo(out);
+    }
+
+    @Override
+    public boolean isStreaming() {
+      return !sent;
+    }
+  }
+
+  /** The Content-Length the client sent (innermost request), or -1 (unknown: chunked). */
+  static long clientLength(HttpServletRequest request) {
+    String type = request.getContentType();
+    if (type != null && type.toLowerCase(Locale.ROOT).startsWith("application/x-www-form-urlencoded")) {
+      return -1;
+    }
+    HttpServletRequest inner = request;
+    while (inner instanceof HttpServletRequestWrapper
+        && ((HttpServletRequestWrapper) inner).getRequest() instanceof HttpServletRequest) {
+      inner = (HttpServletRequest) ((HttpServletRequestWrapper) inner).getRequest();
+    }
+    long length = inner.getContentLengthLong();
+    return length >= 0 ? length : -1;
+  }
+}

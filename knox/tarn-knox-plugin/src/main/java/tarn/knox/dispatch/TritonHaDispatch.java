@@ -1,0 +1,20 @@
+package tarn.knox.dispatch;
+
+import org.apache.http.HttpEntity;
+import org.apache.knox.gateway.ha.dispatch.ConfigurableHADispatch;
+
+import javax.servlet.http.HttpServletRequest;
+import java.io.IOException;
+
+/**
+ * Knox's ConfigurableHADispatch (failover on connection errors, round robin with
+ * enableLoadBalancing=true), sending request bodies with the client's Content-Length (see
+ * RequestBodies). A body is streamed once: a request whose body was already sent when its
+ * instance failed is not replayed in full (as with Knox's own dispatch).
+ */
+public class TritonHaDispatch extends ConfigurableHADispatch {
+  @Override
+  protected HttpEntity createRequestEntity(HttpServletRequest request) throws IOException {
+    return RequestBodies.entity(request);
+  }
+}

@@ -1,0 +1,176 @@
+package tarn.knox.ha;
+
+import org.apache.knox.gateway.ha.provider.HaServiceConfig;
+import org.apache.knox.gateway.ha.provider.URLManager;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.net.URI;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Knox HA URL manager for the role TRITON: the Triton instances TARN's controller registers in
+ * ZooKeeper, {@code <zookeeperNamespace>/instances/<container id>} (the seeds' topology gives
+ * {@code zookeeperNamespace=/services/triton}; a namespace already ending in {@code /instances} is
+ * used as is). Chosen by Knox's HA provider through ServiceLoader when the topology's HaProvider
+ * has a param TRITON with zookeeperEnsemble set.
+ *
+ * <p>Semantics as Knox's DefaultURLManager (the head of the list is the active URL;
+ * {@code markFailed} sends the failed instance to the bottom, {@code makeNextActiveURLAvailable}
+ * rotates for {@code enableLoadBalancing=true}), over a list that follows ZooKeeper: instances that
+ * appear are appended (served at once with load balancing), those that disappear are dropped, the
+ * order of the rest is kept. URLs given by the topology (setURLs) are used only until ZooKeeper has
+ * been read once. With no instance registered the active URL is null.
+ */
+public class TritonURLManager implements URLManager {
+  public static final String ROLE = "TRITON";
+  public static final String DEFAULT_NAMESPACE = "/services/triton";
+  /** How long setConfig (the topology's deployment) waits for the first read of ZooKeeper. */
+  static final long INITIAL_WAIT_MS = 3_000;
+
+  private static final Logger LOG = LoggerFactory.getLogger(TritonURLManager.class);
+
+  private final Deque<String> urls = new ArrayDeque<>();
+  private List<String> configured = List.of();
+  private InstanceWatcher watcher;
+  private long seen = -1;
+
+  @Override
+  public boolean supportsConfig(HaServiceConfig config) {
+    return config != null && ROLE.equalsIgnoreCase(config.getServiceName())
+        && config.getZookeeperEnsemble() != null && !config.getZookeeperEnsemble().trim().isEmpty();
+  }
+
+  @Override
+  public void setConfig(HaServiceConfig config) {
+    String ensemble = config.getZookeeperEnsemble().trim();
+    String path = instancesPath(config.getZookeeperNamespace());
+    use(InstanceWatcher.shared(ensemble, path));
+    LOG.info("{}: Triton instances from ZooKeeper {} at {}", config.getServiceName(), ensemble, path);
+  }
+
+  /** Uses this watcher (setConfig, tests) and waits a little for its first read. */
+  synchronized void use(InstanceWatcher w) {
+    watcher = w;
+    seen = -1;
+    try {
+      if (!w.awaitLoaded(INITIAL_WAIT_MS)) {
+        LOG.warn("ZooKeeper not read yet for {}: no Triton instance until it is", w.path());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    sync();
+  }
+
+  /** The path holding one znode per instance, for a topology's zookeeperNamespace. */
+  public static String instancesPath(String namespace) {
+    String ns = namespace == null || namespace.trim().isEmpty() ? DEFAULT_NAMESPACE : namespace.trim();
+    if (!ns.startsWith("/")) {
+      ns = "/" + ns;
+    }
+    while (ns.length() > 1 && ns.endsWith("/")) {
+      ns = ns.substring(0, ns.length() - 1);
+    }
+    if (ns.equals("/instances") || ns.endsWith("/instances")) {
+      return ns;
+    }
+    return ns.equals("/") ? "/instances" : ns + "/instances";
+  }
+
+  /** Brings the list in line with the watcher's newest snapshot (keeping the rotation order). */
+  private void sync() {
+    InstanceWatcher.Snapshot s = watcher == null ? null : watcher.snapshot();
+    if (s == null || !s.loaded) {
+      if (urls.isEmpty()) {
+        urls.addAll(configured);
+      }
+      return;
+    }
+    if (s.version == seen) {
+      return;
+    }
+    seen = s.version;
+    Set<String> live = new HashSet<>(s.urls);
+    urls.removeIf(u -> !live.contains(u));
+    Set<String> held = new HashSet<>(urls);
+    for (String u : s.urls) {
+      if (!held.contains(u)) {
+        urls.addLast(u);
+      }
+    }
+  }
+
+  @Override
+  public synchronized String getActiveURL() {
+    sync();
+    return urls.peekFirst();
+  }
+
+  @Override
+  public synchronized void setActiveURL(String url) {
+    sync();
+    if (url != null && urls.remove(url)) {
+      urls.addFirst(url);
+    }
+  }
+
+  @Override
+  public synchronized List<String> getURLs() {
+    sync();
+    return new ArrayList<>(urls);
+  }
+
+  @Override
+  public synchronized void setURLs(List<String> given) {
+    if (given != null && !given.isEmpty()) {
+      configured = List.copyOf(given);
+      if (watcher == null || !watcher.snapshot().loaded) {
+        urls.clear();
+        urls.addAll(configured);
+      }
+    }
+  }
+
+  @Override
+  public synchronized void markFailed(String url) {
+    sync();
+    String failed = hostPort(url);
+    if (failed == null) {
+      return;
+    }
+    for (Iterator<String> it = urls.iterator(); it.hasNext(); ) {
+      String u = it.next();
+      if (failed.equals(hostPort(u))) {
+        it.remove();
+        urls.addLast(u);
+        LOG.info("Triton instance {} failed; next: {}", u, urls.peekFirst());
+        return;
+      }
+    }
+  }
+
+  @Override
+  public synchronized void makeNextActiveURLAvailable() {
+    sync();
+    String head = urls.pollFirst();
+    if (head != null) {
+      urls.addLast(head);
+    }
+  }
+
+  private static String hostPort(String url) {
+    try {
+      URI u = URI.create(url);
+      return u.getHost() == null ? null : u.getHost().toLowerCase(java.util.Locale.ROOT) + ":" + u.getPort();
+    } catch (IllegalArgumentException e) {
+      return null;
+    }
+  }
+}
