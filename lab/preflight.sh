@@ -28,7 +28,8 @@ checks=(
   "nsenter                     util-linux       tests/integration (network namespaces)"
   "java                        openjdk-17-jdk-headless  Hadoop, ZooKeeper, the JCEKS tests"
   "keytool                     openjdk-17-jdk-headless  tests/unit/test_jceks.py (real keystores)"
-  "mvn                         maven            lab/hadoop-dist/build.sh"
+  "mvn                         maven            lab/hadoop-dist/build.sh, lab/ranger-harness, knox/"
+  "curl                        curl             knox/smoke.sh (HTTPS through Knox)"
   "python3                     python3-venv     make deps (python3 -m venv)"
   "tar                         tar              lab/image, lab/hadoop-dist"
 )

@@ -316,13 +316,13 @@ def test_roles_created_through_the_api_reach_the_plugin(admin: Standin, plugins:
     client = admin.client()
     client.create_policy(policy("add", ["add_*"], {"users": ["alice"]}))
     plugin = plugins(admin.url)
-    role_version, _ = admin_versions(admin)
+    role_version, _store = admin_versions(admin)
     assert plugin.ask("roles") == {"roles": {}, "role_version": role_version}
 
     client.create_role(
         SERVICE, {"name": "ml-ops", "users": [{"name": "carol"}], "groups": [{"name": "analysts"}]}
     )
-    new_role_version, _ = admin_versions(admin)
+    new_role_version, _store = admin_versions(admin)
     assert new_role_version == role_version + 1
     assert plugin.wait_version(new_role_version, of="roles")["reached"]
     held = plugin.ask("roles")
@@ -356,7 +356,7 @@ def test_the_user_store_reaches_the_plugin_and_gives_requests_groups(admin: Stan
     client = admin.client()
     ml = client.create_policy(policy("ml", ["ml_*"], {"groups": ["ml-team"]}))
     plugin = plugins(admin.url)
-    _, store_version = admin_versions(admin)
+    _roles, store_version = admin_versions(admin)
     assert plugin.ready["userstore_version"] == store_version
     held = plugin.ask("user_store")
     assert (held["enricher"], held["version"]) == (True, store_version)
@@ -377,7 +377,7 @@ def test_the_user_store_reaches_the_plugin_and_gives_requests_groups(admin: Stan
         timeout=10,
     )
     assert answer.status_code == 200, answer.text
-    _, new_store_version = admin_versions(admin)
+    _roles, new_store_version = admin_versions(admin)
     assert new_store_version == store_version + 1
     assert plugin.wait_version(new_store_version, of="userstore")["reached"]
     assert "dave" in plugin.ask("user_store")["users"]

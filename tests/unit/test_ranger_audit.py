@@ -276,6 +276,6 @@ def test_the_authorizer_audits_what_ranger_audits() -> None:
     assert [(r.user, r.model, r.client_ip, v.policy_id) for r, v, _id in logged] == [
         ("alice", "add_one", "10.0.0.5", 1)
     ]
-    empty = Authorizer(lambda: PolicyState(), audit=recorder)
+    empty = Authorizer(PolicyState, audit=recorder)
     assert not empty.allowed("alice", "add_one", "infer")
     assert len(logged) == 1
