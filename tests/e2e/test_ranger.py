@@ -1,6 +1,6 @@
 """Ranger on the lab: the stand-in Ranger Admin (lab/ranger_admin.py; no real Ranger Admin can run
 here) on the edge node, the triton service def, the service triton_prod and the acceptance policies
-registered through Ranger's public REST API with the apache-ranger client, and a TARN service
+registered by the collection's ranger_triton role (a second run changes nothing), and a TARN service
 submitted with ``--ranger-service triton_prod --ranger-audit`` whose controller runs in YARN.
 
 Checked: every /authorize answer (every user, model of the repository and action) equals Ranger's own
@@ -34,7 +34,6 @@ from apache_ranger.client.ranger_client import RangerClient
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.integration.test_ranger_admin_standin import USERS as RANGER_USERS
-from tests.integration.test_ranger_admin_standin import service_def
 from tests.integration.test_ranger_conformance import harness_jar
 from tests.integration.test_ranger_controller import ACTIONS, USERS, policy, ranger_decisions
 from tests.unit.test_ranger_settings import write_xml
@@ -124,13 +123,42 @@ def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabAdmin]:
         subprocess.run(["podman", "cp", str(file), f"{ADMIN_NODE}:/opt/tarn-ranger/"], check=True)
     lab_admin = LabAdmin()
     lab_admin.start()
-    client = lab_admin.client()
-    client.create_service_def(service_def())
-    client.create_service({"name": RANGER_SERVICE, "type": "triton", "configs": {}})
-    for p in POLICIES:
-        client.create_policy(p)
+    first, second = (register_with_the_role(here) for _run in range(2))
+    assert " changed=1 " in " ".join(first.split()), first
+    assert " changed=0 " in " ".join(second.split()), second
+    print(f"\n[ranger] the ranger_triton role registered {RANGER_SERVICE}; a second run changed nothing")
     yield lab_admin
     node("pkill", "-f", "ranger_admin.py")
+
+
+PLAYBOOK = """\
+- name: Register TARN's service in the lab's Ranger Admin
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  roles:
+    - role: tarn.yarn.ranger_triton
+"""
+
+
+def register_with_the_role(here: Path) -> str:
+    """ansible-playbook with the ranger_triton role: the service def, triton_prod and POLICIES;
+    its play recap."""
+    (here / "play.yml").write_text(PLAYBOOK)
+    (here / "vars.json").write_text(json.dumps({
+        "ranger_triton_admin_url": ADMIN_URL, "ranger_triton_admin_password": ADMIN_PASSWORD,
+        "ranger_triton_service_name": RANGER_SERVICE, "ranger_triton_policies": POLICIES,
+    }))  # fmt: skip
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
+         "-e", f"ansible_python_interpreter={sys.executable}", "-e", f"@{here / 'vars.json'}",
+         str(here / "play.yml")],
+        cwd=ROOT, env={**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert ADMIN_PASSWORD not in done.stdout + done.stderr
+    return done.stdout[done.stdout.rindex("PLAY RECAP") :]
 
 
 class Service:
@@ -278,11 +306,14 @@ class UserProxy:
                     timeout=10,
                     proxies={"http": "", "https": ""},
                 )
-                self.send_response(reply.status_code)
-                self.send_header("Content-Type", reply.headers.get("Content-Type", "text/plain"))
-                self.send_header("Content-Length", str(len(reply.content)))
-                self.end_headers()
-                self.wfile.write(reply.content)
+                try:
+                    self.send_response(reply.status_code)
+                    self.send_header("Content-Type", reply.headers.get("Content-Type", "text/plain"))
+                    self.send_header("Content-Length", str(len(reply.content)))
+                    self.end_headers()
+                    self.wfile.write(reply.content)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # Chromium closed the connection: it had what it wanted
 
             def log_message(self, format: str, *args: object) -> None:
                 pass
