@@ -1,0 +1,504 @@
+"""The role tarn.yarn.knox without a host: its templates rendered with Ansible's own templating
+(the role's defaults and vars plus sample inputs) and parsed as XML, compared with the topology
+knox/smoke.sh runs end to end and the gateway-site.xml of knox/gateway-dist; its argument
+specification; its secrets kept out of the output; `ansible-playbook --syntax-check`; and the
+validate entry point, run against an unreachable host so that any attempt to touch one fails.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from ansible.template import Templar, trust_as_template
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLE = ROOT / "roles" / "knox"
+SMOKE = ROOT / "knox" / "smoke.sh"
+SEED_GATEWAY_SITE = ROOT / "knox" / "gateway-dist" / "src" / "home" / "conf" / "gateway-site.xml"
+ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
+Json = dict[str, Any]
+
+SECRET = "master-secret-for-tests"  # noqa: S105 - a test value; checked never to be shown
+TOKEN = "tarn-token-for-tests"  # noqa: S105 - a test value; checked never to be shown
+ONE_SERVICE: Json = {
+    "knox_master_secret": SECRET,
+    "knox_tarn_services": [{"authorize_urls": ["http://master:8888/authorize"], "token": TOKEN}],
+}
+
+
+def trusted(value: Any) -> Any:
+    """YAML read by hand is not trusted by Ansible 2.19's templating: mark it as the role's own."""
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {k: trusted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [trusted(v) for v in value]
+    return value
+
+
+def load(path: Path) -> Any:
+    return yaml.safe_load(path.read_text())
+
+
+DEFAULTS: Json = load(ROLE / "defaults" / "main.yml")
+VARS: Json = load(ROLE / "vars" / "main.yml")
+SPECS: Json = load(ROLE / "meta" / "argument_specs.yml")["argument_specs"]
+
+
+def templar(**inputs: Any) -> Templar:
+    variables = {
+        **trusted(DEFAULTS),
+        **trusted(VARS),
+        "ansible_managed": "Ansible managed",
+        "inventory_hostname": "edge",
+        "role_path": str(ROLE),
+        "groups": {"zookeeper": ["zk1", "zk2", "zk3"]},
+        **ONE_SERVICE,
+        **inputs,
+    }
+    return Templar(variables=variables)
+
+
+def render(name: str, t: Templar, **local: Any) -> str:
+    if local:
+        t = t.copy_with_new_env(available_variables={**t.available_variables, **local})
+    result = t.template(trust_as_template((ROLE / "templates" / name).read_text()))
+    assert isinstance(result, str)
+    return result
+
+
+def value(t: Templar, expression: str) -> Any:
+    return t.template(trust_as_template("{{ " + expression + " }}"))
+
+
+def parse(xml: str) -> ET.Element:
+    return ET.fromstring(xml)  # noqa: S314 - the role's own templates and the repository's files
+
+
+def topologies(t: Templar) -> list[ET.Element]:
+    return [parse(render("topology.xml.j2", t, knox_topo=topo)) for topo in value(t, "knox_topologies")]
+
+
+def providers(topology: ET.Element) -> dict[str, Json]:
+    """role -> {name, enabled, params (in order)} of each provider."""
+    found: dict[str, Json] = {}
+    for p in topology.findall("./gateway/provider"):
+        role = p.findtext("role")
+        assert role is not None
+        assert role not in found
+        found[role] = {
+            "name": p.findtext("name"),
+            "enabled": p.findtext("enabled"),
+            "params": [(q.findtext("name"), q.findtext("value")) for q in p.findall("param")],
+        }
+    return found
+
+
+# ---- the topology
+
+
+def smoke_topology(ldap_port: str, authz_port: str, zk_port: str) -> ET.Element:
+    """The topology knox/smoke.sh writes (the seeds' shape, run end to end there)."""
+    text = SMOKE.read_text()
+    heredoc = re.search(r"cat > conf/topologies/tarn\.xml <<XML\n(.*?)\nXML\n", text, re.S)
+    assert heredoc, "knox/smoke.sh no longer writes conf/topologies/tarn.xml from a heredoc"
+    xml = heredoc.group(1).replace("\\$", "$")
+    for name, port in {"ldap_port": ldap_port, "authz_port": authz_port, "zk_port": zk_port}.items():
+        xml = xml.replace("$" + name, port)
+    return parse(xml)
+
+
+def test_the_topology_is_the_one_the_smoke_test_runs() -> None:
+    t = templar(
+        knox_demo_ldap=True,
+        knox_demo_ldap_port=33389,
+        knox_zookeeper_ensemble="127.0.0.1:2181",
+        knox_tarn_services=[
+            {"authorize_urls": "http://127.0.0.1:8888/authorize", "token": TOKEN, "cache_ttl_ms": 1000}
+        ],
+    )
+    [mine] = topologies(t)
+    seed = smoke_topology("33389", "8888", "2181")
+    ours, theirs = providers(mine), providers(seed)
+    assert list(ours) == list(theirs) == ["authentication", "identity-assertion", "authorization", "ha"]
+    for role in theirs:
+        assert ours[role]["name"] == theirs[role]["name"]
+        assert ours[role]["enabled"] == theirs[role]["enabled"] == "true"
+    assert ours["authentication"]["params"] == theirs["authentication"]["params"]
+    assert ours["ha"]["params"] == theirs["ha"]["params"]
+    # The smoke test names the gateway-level alias tarn.api.token; the role one alias per topology,
+    # and it sets the per-controller time limit the smoke test leaves at its default.
+    authz = dict(ours["authorization"]["params"])
+    assert authz == {
+        **dict(theirs["authorization"]["params"]),
+        "tarn.token.alias": "tarn.api.token.tarn",
+        "tarn.timeout.ms": "3000",
+    }
+    assert [s.findtext("role") for s in mine.findall("service")] == ["TRITON"]
+    assert mine.find("service/url") is None
+
+
+def test_the_ha_provider_reads_the_instances_from_zookeeper() -> None:
+    [topology] = topologies(templar())
+    ha = providers(topology)["ha"]
+    assert ha["name"] == "HaProvider"
+    assert ha["params"] == [
+        (
+            "TRITON",
+            "enabled=true;maxFailoverAttempts=3;failoverSleep=1000;enableLoadBalancing=true;"
+            "zookeeperEnsemble=zk1:2181,zk2:2181,zk3:2181;zookeeperNamespace=/services/triton",
+        )
+    ]
+
+
+def test_the_triton_service_has_no_url() -> None:
+    [topology] = topologies(templar())
+    [service] = topology.findall("service")
+    assert [child.tag for child in service] == ["role"]
+    assert service.findtext("role") == "TRITON"
+
+
+def test_each_tarn_service_gets_its_own_topology_namespace_and_alias() -> None:
+    t = templar(
+        knox_ha_load_balancing=False,
+        knox_tarn_services=[
+            {"authorize_urls": "http://m1:8888/authorize, http://m2:8888/authorize", "token": "t1"},
+            {
+                "name": "llm",
+                "authorize_urls": ["http://m3:9999/authorize"],
+                "token": "t2",
+                "zookeeper_namespace": "/services/llm",
+                "zookeeper_ensemble": "zk9:2281",
+                "token_alias": "llm.token",
+                "cache_ttl_ms": 0,
+                "timeout_ms": 500,
+            },
+        ],
+    )
+    tarn, llm = (providers(topology) for topology in topologies(t))
+    assert dict(tarn["authorization"]["params"]) == {
+        "tarn.authorize.url": "http://m1:8888/authorize,http://m2:8888/authorize",
+        "tarn.token.alias": "tarn.api.token.tarn",
+        "tarn.cache.ttl.ms": "5000",
+        "tarn.timeout.ms": "3000",
+    }
+    assert dict(llm["authorization"]["params"]) == {
+        "tarn.authorize.url": "http://m3:9999/authorize",
+        "tarn.token.alias": "llm.token",
+        "tarn.cache.ttl.ms": "0",
+        "tarn.timeout.ms": "500",
+    }
+    assert dict(llm["ha"]["params"])["TRITON"] == (
+        "enabled=true;maxFailoverAttempts=3;failoverSleep=1000;enableLoadBalancing=false;"
+        "zookeeperEnsemble=zk9:2281;zookeeperNamespace=/services/llm"
+    )
+    assert value(t, "knox_tarn_tokens") == {"tarn.api.token.tarn": "t1", "llm.token": "t2"}
+    # What the tasks loop over holds no token.
+    assert TOKEN not in json.dumps(value(t, "knox_topologies"))
+    assert "t1" not in json.dumps(value(t, "knox_topologies")).replace("http", "")
+
+
+def test_ldap_settings_and_extra_shiro_params_are_escaped_and_before_the_urls() -> None:
+    t = templar(
+        knox_ldap_url="ldaps://ldap.example.org:636",
+        knox_ldap_user_dn_template="uid={0},ou=people,dc=example,dc=org",
+        knox_shiro_extra_params={
+            "main.ldapRealm.contextFactory.systemUsername": "cn=knox&<admin>",
+            "main.ldapRealm.contextFactory.systemPassword": "${ALIAS=ldcSystemPassword}",
+        },
+    )
+    [topology] = topologies(t)
+    params = providers(topology)["authentication"]["params"]
+    assert dict(params)["main.ldapRealm.contextFactory.url"] == "ldaps://ldap.example.org:636"
+    assert dict(params)["main.ldapRealm.userDnTemplate"] == "uid={0},ou=people,dc=example,dc=org"
+    assert dict(params)["main.ldapRealm.contextFactory.systemUsername"] == "cn=knox&<admin>"
+    assert params[-1] == ("urls./**", "authcBasic")
+
+
+# ---- gateway-site.xml, users.ldif, units
+
+
+def properties(xml: str) -> dict[str, str]:
+    root = parse(xml)
+    return {p.findtext("name") or "": p.findtext("value") or "" for p in root.findall("property")}
+
+
+def test_gateway_site_is_the_gateway_home_one_plus_the_listen_address() -> None:
+    mine = properties(render("gateway-site.xml.j2", templar()))
+    seed = properties(SEED_GATEWAY_SITE.read_text())
+    assert mine == {**seed, "gateway.host": "0.0.0.0"}  # noqa: S104 - the rendered default, not a bind
+
+
+def test_gateway_site_takes_the_port_and_extra_properties() -> None:
+    t = templar(
+        knox_gateway_port=9443,
+        knox_gateway_site_extra={"gateway.dispatch.whitelist": "^https?://10\\.89\\..*$", "x.flag": True},
+    )
+    mine = properties(render("gateway-site.xml.j2", t))
+    assert mine["gateway.port"] == "9443"
+    assert mine["gateway.dispatch.whitelist"] == "^https?://10\\.89\\..*$"
+    assert mine["x.flag"] == "true"
+
+
+def test_demo_ldap_users_and_groups() -> None:
+    t = templar(
+        knox_demo_ldap=True,
+        knox_demo_ldap_users=[{"name": "carol", "password": "carol-pw"}, {"name": "dave", "password": "d"}],
+        knox_demo_ldap_groups=[{"name": "ml-team", "members": ["carol", "dave"]}],
+    )
+    ldif = render("users.ldif.j2", t)
+    entries = [block for block in ldif.split("\n\n") if block.lstrip().startswith("dn:")]
+    dns = [block.strip().splitlines()[0] for block in entries]
+    assert dns == [
+        "dn: dc=hadoop,dc=apache,dc=org",
+        "dn: ou=people,dc=hadoop,dc=apache,dc=org",
+        "dn: uid=carol,ou=people,dc=hadoop,dc=apache,dc=org",
+        "dn: uid=dave,ou=people,dc=hadoop,dc=apache,dc=org",
+        "dn: ou=groups,dc=hadoop,dc=apache,dc=org",
+        "dn: cn=ml-team,ou=groups,dc=hadoop,dc=apache,dc=org",
+    ]
+    assert "userPassword: carol-pw" in ldif
+    # Not an LDIF SAFE-STRING: base64 after "::".
+    odd = render("users.ldif.j2", templar(knox_demo_ldap_users=[{"name": "eve", "password": ":pw é"}]))
+    assert "userPassword:: OnB3IMOp" in odd
+    assert "member: uid=dave,ou=people,dc=hadoop,dc=apache,dc=org" in ldif
+
+
+def test_the_default_demo_users_are_the_gateway_home_ones() -> None:
+    ldif = render("users.ldif.j2", templar(knox_demo_ldap=True))
+    seed = (ROOT / "knox" / "gateway-dist" / "src" / "home" / "conf" / "users.ldif").read_text()
+
+    def entries(text: str) -> list[str]:
+        lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+        return lines
+
+    assert entries(ldif) == entries(seed)
+
+
+def test_the_units_run_the_jars_with_the_jdk17_flags() -> None:
+    t = templar(knox_demo_ldap=True)
+    gateway = render("knox.service.j2", t)
+    ldap = render("knox-demo-ldap.service.j2", t)
+    [start] = [line for line in gateway.splitlines() if line.startswith("ExecStart=")]
+    assert start.startswith("ExecStart=/usr/bin/java -Xmx1024m ")
+    assert start.endswith(" -jar /opt/knox/bin/gateway.jar")
+    assert "--add-opens java.base/java.lang=ALL-UNNAMED" in start  # required by Knox 2.0.0 on JDK 17
+    assert all(flag in start for flag in DEFAULTS["knox_jvm_flags"])
+    assert "User=knox" in gateway
+    assert "After=network-online.target knox-demo-ldap.service" in gateway
+    assert "AmbientCapabilities" not in gateway
+    assert "-Dldap.port=33389 -jar /opt/knox/bin/ldap.jar /opt/knox/conf" in ldap
+    low_port = render("knox.service.j2", templar(knox_gateway_port=443))
+    assert "AmbientCapabilities=CAP_NET_BIND_SERVICE" in low_port
+
+
+# ---- argument specification, defaults, secrets
+
+
+def test_the_argument_spec_names_each_required_variable() -> None:
+    main = SPECS["main"]["options"]
+    required = {name for name, spec in main.items() if spec.get("required")}
+    assert required == {"knox_master_secret", "knox_tarn_services"}
+    # A default would satisfy `required` without the user giving anything.
+    assert not required & set(DEFAULTS)
+    assert main["knox_master_secret"]["no_log"] is True
+    services = main["knox_tarn_services"]
+    assert services["type"] == "list"
+    assert services["elements"] == "dict"
+    assert {n for n, s in services["options"].items() if s.get("required")} == {"authorize_urls", "token"}
+    assert services["options"]["token"]["no_log"] is True
+    assert SPECS["validate"]["options"] == main
+
+
+def test_the_argument_spec_documents_every_default_with_its_value() -> None:
+    main = SPECS["main"]["options"]
+    assert set(DEFAULTS) <= set(main), f"undocumented: {sorted(set(DEFAULTS) - set(main))}"
+    for name, spec in main.items():
+        assert spec.get("description"), name
+        if "default" in spec:
+            assert spec["default"] == DEFAULTS[name], name
+        elif name in DEFAULTS:
+            assert "Jinja" in str(spec["description"]) or isinstance(DEFAULTS[name], list | dict), name
+
+
+def tasks(path: Path) -> Iterator[Json]:
+    def walk(items: list[Json]) -> Iterator[Json]:
+        for task in items:
+            yield task
+            for key in ("block", "rescue", "always"):
+                yield from walk(task.get(key, []))
+
+    yield from walk(load(path) or [])
+
+
+SECRETS = ("knox_master_secret", "knox_tarn_tokens")
+
+
+def test_every_task_that_carries_a_secret_has_no_log() -> None:
+    checked = 0
+    for path in sorted((ROLE / "tasks").glob("*.yml")):
+        for task in tasks(path):
+            module = next((k for k in task if k.startswith("ansible.builtin.")), None)
+            if module in (None, "ansible.builtin.assert"):
+                continue  # asserts name variables and mask secrets in their messages
+            # ansible-playbook -vvv prints the `environment` keyword's values, no_log or not.
+            environment = json.dumps(task.get("environment"))
+            assert not any(secret in environment for secret in SECRETS), f"{path.name}: {task['name']}"
+            carried = json.dumps({"args": task[module], "vars": task.get("vars")})
+            if any(secret in carried for secret in SECRETS):
+                checked += 1
+                assert task.get("no_log") is True, f"{path.name}: {task['name']}"
+    assert checked >= 5  # master, keystore, certificate, aliases, fingerprints
+
+
+def test_assert_messages_mask_the_secrets() -> None:
+    """In an assert's message a secret is only ever what replace() masks."""
+    masked = re.compile(r"replace\((knox_master_secret|knox_tarn_tokens\[[^\]]+\]), '\*+'\)")
+    for path in sorted((ROLE / "tasks").glob("*.yml")):
+        for task in tasks(path):
+            message = str(task.get("ansible.builtin.assert", {}).get("fail_msg", ""))
+            expressions = " ".join(re.findall(r"\{\{.*?\}\}|\{%.*?%\}", message, re.S))
+            left = masked.sub("", expressions)
+            assert not any(secret in left for secret in SECRETS), f"{path.name}: {task['name']}"
+
+
+# ---- ansible-playbook: syntax and the validate entry point
+
+
+def playbook_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_TIMEOUT": "5",
+        "ANSIBLE_RETRY_FILES_ENABLED": "0",
+    }
+
+
+def test_a_playbook_using_the_role_passes_the_syntax_check(tmp_path: Path) -> None:
+    play = [
+        {
+            "name": "Knox in front of TARN's Triton instances",
+            "hosts": "edge",
+            "become": True,
+            "roles": [{"role": "tarn.yarn.knox", "vars": ONE_SERVICE}],
+        }
+    ]
+    (tmp_path / "knox.yml").write_text(yaml.safe_dump(play))
+    proc = subprocess.run(
+        [ANSIBLE_PLAYBOOK, "--syntax-check", "-i", "edge,", str(tmp_path / "knox.yml")],
+        cwd=ROOT,
+        env=playbook_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def validate(tmp_path: Path, extra: Json) -> tuple[int, str]:
+    """The validate entry point on a host that cannot be reached (TEST-NET-1): a task that tried
+    to touch it would end the run as unreachable."""
+    (tmp_path / "archive.tar.gz").write_bytes(b"not a real archive")
+    (tmp_path / "plugin.jar").write_bytes(b"not a real jar")
+    play = [
+        {
+            "name": "Validate the Knox inputs",
+            "hosts": "edge",
+            "gather_facts": False,
+            "tasks": [
+                {
+                    "name": "Knox inputs",
+                    "ansible.builtin.include_role": {"name": "tarn.yarn.knox", "tasks_from": "validate"},
+                }
+            ],
+        }
+    ]
+    (tmp_path / "validate.yml").write_text(yaml.safe_dump(play))
+    (tmp_path / "hosts.ini").write_text("edge ansible_host=192.0.2.1 ansible_connection=ssh\n")
+    inputs = {
+        "knox_archive": str(tmp_path / "archive.tar.gz"),
+        "knox_plugin_jar": str(tmp_path / "plugin.jar"),
+        "knox_demo_ldap": True,
+        "knox_zookeeper_ensemble": "zk1:2181,zk2:2181",
+        **ONE_SERVICE,
+        **extra,
+    }
+    inputs = {k: v for k, v in inputs.items() if v is not None}
+    (tmp_path / "vars.json").write_text(json.dumps(inputs))
+    proc = subprocess.run(
+        [
+            ANSIBLE_PLAYBOOK,
+            "-i",
+            str(tmp_path / "hosts.ini"),
+            "-e",
+            "@" + str(tmp_path / "vars.json"),
+            str(tmp_path / "validate.yml"),
+        ],
+        cwd=ROOT,
+        env=playbook_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_valid_inputs_pass_without_touching_the_host(tmp_path: Path) -> None:
+    sha = hashlib.sha256(b"not a real archive").hexdigest()
+    rc, out = validate(tmp_path, {"knox_archive_sha256": sha})
+    assert rc == 0, out
+    assert "unreachable=0" in out
+    assert "failed=0" in out
+    assert SECRET not in out
+    assert TOKEN not in out
+
+
+BAD_INPUTS = [
+    ("no master secret", {"knox_master_secret": None}, "knox_master_secret"),
+    ("short master secret", {"knox_master_secret": "abc"}, "shorter than 6 characters"),
+    ("ensemble without port", {"knox_zookeeper_ensemble": "zk1"}, "knox_zookeeper_ensemble"),
+    ("empty ensemble", {"knox_zookeeper_ensemble": ""}, "inventory group zookeeper"),
+    (
+        "bad controller URL",
+        {"knox_tarn_services": [{"authorize_urls": "master:8888/authorize", "token": TOKEN}]},
+        "authorize_urls",
+    ),
+    (
+        "two services in one namespace",
+        {
+            "knox_tarn_services": [
+                {"authorize_urls": ["http://m/authorize"], "token": TOKEN},
+                {"name": "other", "authorize_urls": ["http://m/authorize"], "token": TOKEN},
+            ]
+        },
+        "zookeeper_namespace",
+    ),
+    ("wrong archive checksum", {"knox_archive_sha256": "0" * 64}, "knox_archive_sha256"),
+]
+
+
+@pytest.mark.parametrize(("inputs", "named"), [c[1:] for c in BAD_INPUTS], ids=[c[0] for c in BAD_INPUTS])
+def test_bad_inputs_fail_naming_the_variable_before_touching_the_host(
+    tmp_path: Path, inputs: Json, named: str
+) -> None:
+    rc, out = validate(tmp_path, inputs)
+    assert rc != 0
+    assert named in out, out
+    assert "unreachable=0" in out, out
+    assert SECRET not in out, out
+    assert TOKEN not in out, out
