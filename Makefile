@@ -14,9 +14,11 @@ export PATH := $(VENV)/bin:$(PATH)
 export CONTAINERS_CONF := $(CURDIR)/lab/containers.conf
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export TARN_HADOOP_ARCHIVE := $(BUILD)/hadoop/hadoop-$(HADOOP_VERSION).tar.gz
+# the lab inventory finds what the host built (the Knox gateway home and plugin, its secrets) here
+export TARN_BUILD := $(BUILD)
 export MOLECULE_NO_LOG := false
 
-.PHONY: help deps image dist lab lab-nodes lab-site lab-job lab-down test lint sanity unit \
+.PHONY: help deps image dist knox lab lab-nodes lab-site lab-job lab-down test lint sanity unit \
         integration molecule-production molecule-lab bench generate
 
 help:
@@ -49,10 +51,16 @@ image: deps
 dist: deps
 	lab/hadoop-dist/build.sh $(BUILD)/hadoop
 
+# Knox on the lab's edge (the knox role): the gateway home assembled from Maven Central and
+# TARN's plugin jar (its unit tests run in its build). Each script skips what is up to date.
+knox: deps
+	knox/gateway-dist/build.sh $(BUILD)/knox
+	knox/tarn-knox-plugin/build.sh $(BUILD)/knox
+
 # ---- the lab
 lab: lab-site lab-job
 
-lab-nodes: image dist
+lab-nodes: image dist knox
 	ansible-playbook lab/nodes.yml
 
 lab-site: lab-nodes
@@ -109,7 +117,7 @@ molecule-production: image dist
 
 # The verifier writes a JUnit report; on failure its failed tests are printed last, where a
 # truncated log still shows them.
-molecule-lab: image dist
+molecule-lab: image dist knox
 	rm -f $(BUILD)/e2e-junit.xml
 	cd $(CURDIR) && molecule test -s lab || { python lab/failures.py $(BUILD)/e2e-junit.xml; exit 1; }
 

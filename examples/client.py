@@ -3,6 +3,12 @@
     python examples/client.py --url 127.0.0.1:8000 --protocol http
     python examples/client.py --url 127.0.0.1:8001 --protocol grpc
     python examples/client.py --url HOST:8001 --protocol grpc --expect-env FOO=set --expect-env BAR=unset
+    TARN_CLIENT_PASSWORD=alice-password python examples/client.py \
+        --url knox-host:8443/gateway/tarn-demo/triton --ssl --ca-certs knox.pem --user alice
+
+The last form goes through Apache Knox (docs/knox.md): HTTPS, HTTP basic auth, the topology's path
+in the URL (tritonclient takes a base path after host:port). The password comes from
+$TARN_CLIENT_PASSWORD, never from the command line. Knox carries HTTP only (no gRPC).
 
 Waits for the server and the models to be ready (--wait seconds), infers add_one and linear_onnx
 and compares the results with the known answers. --expect-env asks the env_probe model whether a
@@ -14,14 +20,17 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from tritonclient.http.auth import BasicAuth
 
 ADD_ONE_INPUT = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
 ADD_ONE_EXPECTED = np.array([2.0, 3.0, 4.0, 5.0], dtype=np.float32)
@@ -34,15 +43,27 @@ MODELS = ("add_one", "linear_onnx")
 class Client:
     """The few calls this script needs, the same over HTTP and gRPC."""
 
-    def __init__(self, url: str, protocol: str, timeout: float) -> None:
+    def __init__(
+        self,
+        url: str,
+        protocol: str,
+        timeout: float,
+        ca_certs: str | None = None,
+        ssl: bool = False,
+        auth: tuple[str, str] | None = None,
+    ) -> None:
         self.protocol = protocol
         self.module: Any = httpclient if protocol == "http" else grpcclient
         if protocol == "http":
             self.client: Any = httpclient.InferenceServerClient(
-                url=url, connection_timeout=timeout, network_timeout=timeout
-            )
+                url=url, connection_timeout=timeout, network_timeout=timeout, ssl=ssl,
+                ssl_options={"ca_certs": ca_certs} if ca_certs else None,
+            )  # fmt: skip
+            if auth:
+                self.client.register_plugin(BasicAuth(*auth))
         else:
-            self.client = grpcclient.InferenceServerClient(url=url)
+            certificates = Path(ca_certs).read_text(encoding="ascii") if ca_certs else None
+            self.client = grpcclient.InferenceServerClient(url=url, ssl=ssl, root_certificates=certificates)
 
     def ready(self, model: str | None = None) -> bool:
         try:
@@ -92,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", choices=("http", "grpc"), default="http")
     parser.add_argument("--wait", type=float, default=60.0, help="seconds to wait for readiness")
     parser.add_argument("--timeout", type=float, default=10.0, help="HTTP connection/network timeout")
+    parser.add_argument("--ssl", action="store_true", help="HTTPS (or gRPC over TLS)")
+    parser.add_argument("--ca-certs", help="PEM of the CA (or server certificate) to trust")
+    parser.add_argument("--user", help="basic auth user (Knox); password: $TARN_CLIENT_PASSWORD")
     parser.add_argument(
         "--expect-env",
         action="append",
@@ -105,7 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     except argparse.ArgumentTypeError as err:
         parser.error(str(err))
 
-    client = Client(args.url, args.protocol, args.timeout)
+    auth = None
+    if args.user:
+        if args.protocol != "http":
+            parser.error("--user: basic auth is for HTTP (Knox carries no gRPC); use --protocol http")
+        password = os.environ.get("TARN_CLIENT_PASSWORD")
+        if password is None:
+            parser.error("--user: set the password in $TARN_CLIENT_PASSWORD")
+        auth = (args.user, password)
+    client = Client(args.url, args.protocol, args.timeout, args.ca_certs, args.ssl, auth)
     models = [*MODELS, "env_probe"] if expected_env else list(MODELS)
     if not wait_until(client.ready, args.wait):
         print(f"FAIL {args.protocol}://{args.url}: server not ready after {args.wait:.0f} s", file=sys.stderr)

@@ -2,8 +2,9 @@
 
 Checks the cluster, puts examples/model_repository on HDFS, submits the TARN service with
 `tarn submit` (process runtime: Triton runs on the NodeManagers), waits until every Triton
-instance is READY and infers both models on each over HTTP and gRPC. Run again, it reuses the
-running service. `tarn destroy --service-name tarn-demo …` removes it.
+instance is READY and infers both models on each over HTTP and gRPC, then through the edge's
+HAProxy and through Knox (HTTPS, as the demo LDAP's alice). Run again, it reuses the running
+service. `tarn destroy --service-name tarn-demo …` removes it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ USER = "tarn"
 SERVICE = "tarn-demo"
 MODELS_ON_HDFS = f"/user/{USER}/models"
 HAPROXY = "127.0.0.1:18000"  # the edge's frontend, published on loopback (inventories/lab)
+KNOX = f"127.0.0.1:18443/gateway/{SERVICE}/triton"  # Knox on the edge, the topology of this service
+BUILD = Path(os.environ.get("TARN_BUILD", ROOT / "build"))
+# made by site.yml (inventories/lab/group_vars): the service's API token, which Knox's topology holds
+TOKEN_FILE = BUILD / "lab-secrets" / "tarn-api-token"
+KNOX_CERT = BUILD / "lab" / "edge-knox.pem"  # fetched by the knox role
+KNOX_USER = ("alice", "alice-password")  # Knox's demo LDAP (knox_demo_ldap_users)
 CLUSTER = ["--rm-url", f"http://{MASTER}:8088", "--webhdfs-url", f"http://{MASTER}:9870"]
 
 
@@ -53,7 +60,8 @@ def submit() -> None:
         [sys.executable, "-m", "tarn", "submit", "--service-name", SERVICE, "--user", USER,
          "--runtime", "process", "--model-repository", f"hdfs://{MODELS_ON_HDFS}",
          "--min-instances", "2", "--max-instances", "2", "--memory-mb", "1024", "--vcores", "1",
-         "--controller-memory-mb", "512", "--zk-ensemble", f"{MASTER}:2181", *CLUSTER],
+         "--controller-memory-mb", "512", "--zk-ensemble", f"{MASTER}:2181", "--token-file", str(TOKEN_FILE),
+         *CLUSTER],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.returncode:
@@ -85,22 +93,24 @@ def infer(hosts: list[str]) -> None:
                 print(f"  {host}: {line}")
 
 
-def infer_through_haproxy(timeout: float = 120) -> None:
-    """The edge's HAProxy, published on this machine's loopback, once its sync has the instances."""
+def infer_through(
+    entry: str, url: str, *options: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> None:
+    """An entry published on this machine's loopback (HAProxy, Knox), once it has the instances."""
     deadline = time.monotonic() + timeout
     while True:
         done = subprocess.run(
-            [sys.executable, str(ROOT / "examples" / "client.py"), "--url", HAPROXY, "--protocol", "http",
-             "--wait", "10"],
-            capture_output=True, text=True, check=False,
+            [sys.executable, str(ROOT / "examples" / "client.py"), "--url", url, "--protocol", "http",
+             "--wait", "10", *options],
+            capture_output=True, text=True, check=False, env={**os.environ, **(env or {})},
         )  # fmt: skip
         if done.returncode == 0:
             break
         if time.monotonic() > deadline:
-            raise TarnError(f"inference through HAProxy at {HAPROXY} failed: {done.stdout}{done.stderr}")
+            raise TarnError(f"inference through {entry} at {url} failed: {done.stdout}{done.stderr}")
         time.sleep(2)
     for line in done.stdout.strip().splitlines():
-        print(f"  HAProxy {HAPROXY}: {line}")
+        print(f"  {entry} {url}: {line}")
 
 
 def main() -> int:
@@ -113,11 +123,18 @@ def main() -> int:
         hosts = ready_hosts(rm)
         print(f"TARN service {SERVICE}: Triton READY on {', '.join(hosts)}")
         infer(hosts)
-        infer_through_haproxy()
+        infer_through("HAProxy", HAPROXY)
+        infer_through(
+            "Knox", KNOX, "--ssl", "--ca-certs", str(KNOX_CERT), "--user", KNOX_USER[0],
+            env={"TARN_CLIENT_PASSWORD": KNOX_USER[1]},
+        )  # fmt: skip
     except TarnError as exc:
         print(f"main job failed: {exc}", file=sys.stderr)
         return 1
-    print(f"the example models are served through TARN on YARN, and through HAProxy at http://{HAPROXY}")
+    print(
+        f"the example models are served through TARN on YARN, through HAProxy at http://{HAPROXY}"
+        f" and through Knox at https://{KNOX}"
+    )
     return 0
 
 

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import tritonclient.http as triton_http
@@ -42,12 +43,23 @@ class Tally:
 
 
 class Load:
-    """``targets()`` returns the addresses (host:port) to spread requests over, e.g. discovery's."""
+    """``targets()`` returns the addresses (host:port[/base path]) to spread requests over, e.g.
+    discovery's. ``client_options`` go to tritonclient's client (``ssl``, ``ssl_options``),
+    ``headers`` with every request (a gateway's ``Authorization``)."""
 
-    def __init__(self, targets: Callable[[], list[str]], threads: int, pause_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        targets: Callable[[], list[str]],
+        threads: int,
+        pause_s: float = 0.0,
+        client_options: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self._targets = targets
         self._threads = threads
         self._pause_s = pause_s
+        self._client_options = client_options or {}
+        self._headers = headers
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._workers: list[threading.Thread] = []
@@ -81,13 +93,13 @@ class Load:
             client = clients.get(target)
             if client is None:
                 client = clients[target] = triton_http.InferenceServerClient(
-                    target, connection_timeout=5, network_timeout=30
+                    target, connection_timeout=5, network_timeout=30, **self._client_options
                 )
             began = time.monotonic()
             try:
                 tensor = triton_http.InferInput("INPUT0", list(INPUT.shape), "FP32")
                 tensor.set_data_from_numpy(INPUT)
-                result = client.infer("add_one", [tensor]).as_numpy("OUTPUT0")
+                result = client.infer("add_one", [tensor], headers=self._headers).as_numpy("OUTPUT0")
                 good = result is not None and bool(np.array_equal(result, EXPECTED))
                 error = None if good else f"{target}: wrong answer {result}"
             except Exception as exc:  # every failure counts, whatever its kind

@@ -112,9 +112,8 @@ class LabAdmin:
             return False
 
 
-@pytest.fixture(scope="module")
-def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabAdmin]:
-    here = tmp_path_factory.mktemp("ranger-admin")
+def fresh_lab_admin(here: Path) -> LabAdmin:
+    """The stand-in Admin started on the edge node with an empty state (test_knox.py uses it too)."""
     (here / "users.json").write_text(json.dumps(RANGER_USERS))
     node("pkill", "-f", "ranger_admin.py")
     node("rm", "-rf", "/opt/tarn-ranger")
@@ -123,6 +122,13 @@ def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabAdmin]:
         subprocess.run(["podman", "cp", str(file), f"{ADMIN_NODE}:/opt/tarn-ranger/"], check=True)
     lab_admin = LabAdmin()
     lab_admin.start()
+    return lab_admin
+
+
+@pytest.fixture(scope="module")
+def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabAdmin]:
+    here = tmp_path_factory.mktemp("ranger-admin")
+    lab_admin = fresh_lab_admin(here)
     first, second = (register_with_the_role(here) for _run in range(2))
     assert (first, second) == (1, 0), "the role registers, then changes nothing"
     print(f"\n[ranger] the ranger_triton role registered {RANGER_SERVICE}; a second run changed nothing")
@@ -140,13 +146,15 @@ PLAYBOOK = """\
 """
 
 
-def register_with_the_role(here: Path) -> int:
-    """ansible-playbook with the ranger_triton role: the service def, triton_prod and POLICIES;
+def register_with_the_role(
+    here: Path, service: str = RANGER_SERVICE, policies: list[dict[str, Any]] = POLICIES
+) -> int:
+    """ansible-playbook with the ranger_triton role: the service def, ``service`` and ``policies``;
     the number of changed tasks (from the JSON callback: Molecule's environment colours the text)."""
     (here / "play.yml").write_text(PLAYBOOK)
     (here / "vars.json").write_text(json.dumps({
         "ranger_triton_admin_url": ADMIN_URL, "ranger_triton_admin_password": ADMIN_PASSWORD,
-        "ranger_triton_service_name": RANGER_SERVICE, "ranger_triton_policies": POLICIES,
+        "ranger_triton_service_name": service, "ranger_triton_policies": policies,
     }))  # fmt: skip
     env = {
         **os.environ,
@@ -167,11 +175,13 @@ def register_with_the_role(here: Path) -> int:
 
 
 class Service:
-    def __init__(self, rm: ResourceManager, token: str) -> None:
-        self.rm, self.token = rm, token
+    """A TARN service of the lab, seen through its controller's API (test_knox.py uses it too)."""
+
+    def __init__(self, rm: ResourceManager, token: str, name: str = SERVICE, am_port: int = AM_PORT) -> None:
+        self.rm, self.token, self.name, self.am_port = rm, token, name, am_port
 
     def controller_host(self) -> str:
-        for component in (self.rm.service(SERVICE) or {}).get("components", []):
+        for component in (self.rm.service(self.name) or {}).get("components", []):
             if component["name"] == "controller":
                 for container in component.get("containers", []):
                     if container.get("ip") or container.get("hostname"):
@@ -180,7 +190,7 @@ class Service:
 
     @property
     def url(self) -> str:
-        return f"http://{self.controller_host()}:{AM_PORT}"
+        return f"http://{self.controller_host()}:{self.am_port}"
 
     def get(self, path: str, user: str | None = None, **params: str) -> requests.Response:
         headers = {"X-TARN-Token": self.token, **({"X-TARN-User": user} if user else {})}

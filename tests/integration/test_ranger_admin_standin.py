@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,22 +94,6 @@ def start(tmp_path: Path, state: Path) -> Standin:
 def stop(standin: Standin) -> None:
     standin.process.terminate()
     standin.process.wait(timeout=10)
-
-
-@pytest.fixture
-def ranger(tmp_path: Path) -> Iterator[Standin]:
-    standin = start(tmp_path, tmp_path / "state.json")
-    yield standin
-    stop(standin)
-
-
-@pytest.fixture
-def triton(ranger: Standin) -> Standin:
-    """The stand-in with the triton service def and the service triton_prod."""
-    client = ranger.client()
-    client.create_service_def(service_def())
-    client.create_service({"name": SERVICE, "type": "triton", "configs": {}})
-    return ranger
 
 
 def allow(

@@ -13,14 +13,14 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.test_ranger_admin_standin import PASSWORD, SERVICE, Standin, start, stop
+from tests.integration.test_ranger_admin_standin import PASSWORD, SERVICE, Standin
 
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTION = ROOT / "build" / "collections" / "ansible_collections" / "tarn" / "yarn"
@@ -97,13 +97,6 @@ class Run:
 def collection() -> None:
     if not COLLECTION.exists():
         pytest.fail(f"{COLLECTION} is missing: run make deps", pytrace=False)
-
-
-@pytest.fixture
-def ranger(tmp_path: Path) -> Iterator[Standin]:
-    standin = start(tmp_path, tmp_path / "state.json")
-    yield standin
-    stop(standin)
 
 
 @pytest.fixture

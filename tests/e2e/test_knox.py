@@ -1,0 +1,297 @@
+"""Knox on the lab: the seeds' recommended entry, HTTPS through Apache Knox on the edge node
+(published on 127.0.0.1:18443), users authenticated against Knox's demo LDAP, the Triton instances
+found in TARN's znodes by TARN's Knox plugin, each model request authorized by the service's
+controller (GET /authorize, answering from Ranger's policies served by the stand-in Admin).
+
+The test adds a topology for its own service with the collection's knox role (a second run changes
+nothing), then checks: every model infers as alice, 401 without or with wrong credentials, Knox's
+answer for each user, model and action is /authorize's; an instance killed under load through Knox
+costs no request, and the instance YARN starts in its place serves through Knox within a second of
+its znode (measured over 10 kills); a ZooKeeper restart under load costs no request.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from kazoo.client import KazooClient
+
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.integration.test_ranger_controller import policy
+from tests.unit.test_ranger_settings import write_xml
+
+from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
+from .load import Load, Tally
+from .test_ranger import ADMIN_URL, ROOT, Service, fresh_lab_admin, node, register_with_the_role, tarn
+
+SERVICE = "tarn-e2e-knox"
+RANGER_SERVICE = "triton_knox"
+KNOX = f"127.0.0.1:18443/gateway/{SERVICE}/triton"  # the topology the role adds for SERVICE
+CERT = Path(os.environ.get("TARN_BUILD", ROOT / "build")) / "lab" / "edge-knox.pem"  # fetched by the role
+PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}  # Knox's demo LDAP (inventories/lab)
+BASE_PORT, STRIDE, AM_PORT = 8500, 10, 8893
+ZK_NAMESPACE = f"/services/{SERVICE}"
+ZK_PATH = f"{ZK_NAMESPACE}/instances"
+MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-knox-models"
+CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
+KILLS = 10
+INVENTORY = ROOT / "inventories" / "lab" / "hosts.yml"
+BASIC_ALICE = "Basic " + base64.b64encode(f"alice:{PASSWORDS['alice']}".encode()).decode()
+POLICIES = [
+    policy("knox-alice", ["*"], allow=[(["alice"], (), ["infer", "metadata", "list"])]),
+    policy("knox-bob", ["linear_onnx"], allow=[(["bob"], (), ["infer", "metadata"])]),
+]
+# One request per model of examples/model_repository, with the answer when it is known.
+INFER: dict[str, tuple[dict[str, Any], list[Any] | None]] = {
+    "add_one": ({"name": "INPUT0", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]}, [2, 3, 4, 5]),
+    "linear_onnx": ({"name": "INPUT", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}, [50, 60]),
+    "env_probe": ({"name": "NAMES", "shape": [1], "datatype": "BYTES", "data": ["HOME"]}, None),
+}
+PLAYBOOK = """\
+- name: Knox with a topology for the e2e service beside the lab's
+  hosts: knox
+  vars:
+    knox_tarn_services: "{{ tarn_lab_knox_services + tarn_e2e_knox_services }}"
+  roles:
+    - role: tarn.yarn.knox
+"""
+
+
+def knox(
+    path: str, user: str | None = "alice", password: str | None = None, **kwargs: Any
+) -> requests.Response:
+    auth = (user, password or PASSWORDS[user]) if user else None
+    method = "POST" if "json" in kwargs else "GET"
+    return requests.request(
+        method, f"https://{KNOX}{path}", auth=auth, verify=str(CERT), timeout=30, **kwargs
+    )
+
+
+def through_knox(user: str, model: str, action: str) -> requests.Response:
+    if action == "infer":
+        return knox(f"/v2/models/{model}/infer", user, json={"inputs": [INFER[model][0]]})
+    return knox(f"/v2/models/{model}", user)
+
+
+def run_the_role(here: Path, token: str) -> int:
+    """The knox role on the lab's edge with the e2e topology added; the number of changed tasks."""
+    (here / "knox.yml").write_text(PLAYBOOK)
+    entry = {
+        "name": SERVICE, "token": token, "zookeeper_namespace": ZK_NAMESPACE,
+        "authorize_urls": [f"http://{worker}:{AM_PORT}/authorize" for worker in ("worker1", "worker2")],
+    }  # fmt: skip
+    (here / "vars.json").write_text(json.dumps({"tarn_e2e_knox_services": [entry]}))
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "TARN_BUILD": str(ROOT / "build"),
+    }
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(INVENTORY),
+         "-e", f"@{here / 'vars.json'}", str(here / "knox.yml")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
+    assert token not in done.stdout + done.stderr, "the API token reached the role's output"
+    stats = json.loads(done.stdout)["stats"]["edge"]
+    assert stats["failures"] == 0, stats
+    return int(stats["changed"])
+
+
+@pytest.fixture(scope="module")
+def service(
+    rm: ResourceManager, hdfs: WebHdfsClient, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Service]:
+    here = tmp_path_factory.mktemp("knox")
+    token = secrets.token_urlsafe(16)
+    first, second = run_the_role(here, token), run_the_role(here, token)
+    assert first > 0, "the knox role added nothing"
+    assert second == 0, f"a second run of the knox role changed {second} tasks"
+    print(f"\n[knox] the knox role added topology {SERVICE}: {first} changes, then {second}")
+    fresh_lab_admin(here)
+    register_with_the_role(here, RANGER_SERVICE, POLICIES)
+    conf = here / "ranger-conf"
+    conf.mkdir()
+    write_xml(conf, {
+        "ranger.plugin.triton.service.name": RANGER_SERVICE,
+        "ranger.plugin.triton.policy.rest.url": ADMIN_URL,
+        "ranger.plugin.triton.policy.pollIntervalMs": "1000",
+    })  # fmt: skip
+    tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+    hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
+    submitted = tarn(
+        "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
+        "--model-repository", f"hdfs://{MODELS_ON_HDFS}", f"--token={token}",
+        "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
+        "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),
+        "--min-instances", "2", "--max-instances", "2", "--tick-seconds", "1", "--gpus-per-instance", "0",
+        "--memory-mb", "768", "--vcores", "1", "--controller-memory-mb", "512",
+        "--zk-ensemble", f"{LAB_MASTER}:2181", "--zk-path", ZK_PATH,
+        "-rs", RANGER_SERVICE, "--ranger-conf-dir", str(conf), *CLUSTER,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    running = Service(rm, token, SERVICE, AM_PORT)
+    zk = KazooClient(hosts=f"{LAB_MASTER}:2181")
+    zk.start(timeout=15)
+    try:
+        wait_for(lambda: len(znodes(zk, ZK_PATH)) == 2, 300, "two instances registered")
+        wait_for(lambda: _serves(), 120, "Knox serving alice's add_one", every=0.5)
+        yield running
+    finally:
+        zk.stop()
+        zk.close()
+        done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+        node("pkill", "-f", "ranger_admin.py")
+        assert done.returncode == 0, done.stderr
+        hdfs.delete(MODELS_ON_HDFS, recursive=True)
+
+
+def _serves() -> bool:
+    try:
+        return through_knox("alice", "add_one", "infer").status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def test_knox_answers_as_authorize_does_and_every_model_infers_as_alice(service: Service) -> None:
+    assert knox("/v2/models/add_one", user=None).status_code == 401
+    wrong = PASSWORDS["bob"]
+    assert knox("/v2/models/add_one", "alice", wrong).status_code == 401
+    seen = {}
+    for user, model, action in product(PASSWORDS, INFER, ("infer", "metadata")):
+        reply = through_knox(user, model, action)
+        allowed = service.authorize(user, model, action)
+        assert reply.status_code == (200 if allowed else 403), (
+            user,
+            model,
+            action,
+            reply.status_code,
+            reply.text,
+        )
+        seen[user, model, action] = reply.status_code
+        want = INFER[model][1]
+        if action == "infer" and reply.status_code == 200 and want is not None:
+            assert reply.json()["outputs"][0]["data"] == want, reply.text
+    assert all(seen["alice", model, "infer"] == 200 for model in INFER), seen
+    assert {seen["bob", model, "infer"] for model in INFER} == {200, 403}, seen
+    print(f"\n[knox] {len(seen)} answers through Knox equal /authorize's: {seen}")
+    client = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "client.py"), "--url", KNOX, "--ssl",
+         "--ca-certs", str(CERT), "--user", "alice", "--wait", "30"],
+        env={**os.environ, "TARN_CLIENT_PASSWORD": PASSWORDS["alice"]},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert client.returncode == 0, client.stdout + client.stderr
+    print(client.stdout.strip())
+
+
+def knox_load(threads: int = 4) -> Load:
+    """add_one as alice through Knox, over HTTPS with the gateway's certificate."""
+    return Load(
+        lambda: [KNOX], threads,
+        client_options={"ssl": True, "ssl_options": {"ca_certs": str(CERT)}},
+        headers={"Authorization": BASIC_ALICE},
+    )  # fmt: skip
+
+
+def served(record: dict[str, Any]) -> float:
+    """add_one requests the instance of ``record`` (a znode's JSON) has served, from its metrics."""
+    text = requests.get(f"http://{record['ip']}:{record['metrics_port']}/metrics", timeout=2).text
+    for line in text.splitlines():
+        if line.startswith("nv_inference_request_success{") and 'model="add_one"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def _served_or_zero(record: dict[str, Any]) -> float:
+    try:
+        return served(record)
+    except requests.RequestException:
+        return 0.0
+
+
+def summary(tally: Tally) -> str:
+    return f"{tally.ok} ok, {tally.failed} failed, p50 {tally.percentile(0.5) * 1000:.1f} ms"
+
+
+def kill_and_follow(zk: KazooClient, port: int) -> tuple[float, float]:
+    """kill -9 the instance on ``port``; (seconds until its znode is gone, seconds from its
+    successor's znode to the first request the successor served through Knox)."""
+    before = wait_for(lambda: _two(zk), 120, "two instances registered")
+    victim = next(name for name, (data, _) in before.items() if json.loads(data)["http_port"] == port)
+    host = json.loads(before[victim][0])["host"]
+    killed = time.time()
+    node(f"tarn-lab-{host}", "pkill", "-KILL", "-f", f"bin/tritonserver.*--http-port={port} ")
+    wait_for(lambda: victim not in znodes(zk, ZK_PATH), 30, "the killed instance deregistered", 0.02)
+    out = time.time() - killed
+    data, stat = wait_for(lambda: _successor(zk, before, port), 120, "its successor registered", 0.02)
+    record = json.loads(data)
+    wait_for(lambda: _served_or_zero(record) > 0, 30, "the successor serving through Knox", 0.02)
+    return out, time.time() - stat.created
+
+
+def test_a_killed_instance_costs_no_request_and_its_successor_serves_within_1_s(service: Service) -> None:
+    zk = KazooClient(hosts=f"{LAB_MASTER}:2181")
+    zk.start(timeout=15)
+    delays = []
+    try:
+        with knox_load() as load:
+            for kill in range(KILLS):
+                out, delay = kill_and_follow(zk, BASE_PORT + (kill % 2) * STRIDE)
+                delays.append(delay)
+                print(f"[knox] kill {kill + 1}: out of ZooKeeper {out:.2f} s after the kill; "
+                      f"the successor served through Knox {delay:.2f} s after its znode")  # fmt: skip
+            time.sleep(2)
+        tally = load.tally
+    finally:
+        zk.stop()
+        zk.close()
+    p95 = sorted(delays)[math.ceil(0.95 * len(delays)) - 1]  # nearest rank: of 10, the largest
+    print(f"\n[knox] {KILLS} kills under load through Knox: {summary(tally)}; znode -> served through Knox: "
+          f"p50 {statistics.median(delays):.2f} s, p95 {p95:.2f} s, max {max(delays):.2f} s")  # fmt: skip
+    assert tally.ok > 100
+    assert tally.failed == 0, tally.errors[:5]
+    assert p95 <= 1.0, delays
+
+
+def _two(zk: KazooClient) -> dict[str, Any] | None:
+    found = znodes(zk, ZK_PATH)
+    return found if len(found) == 2 else None
+
+
+def _successor(zk: KazooClient, before: dict[str, Any], port: int) -> tuple[bytes, Any] | None:
+    for name, (data, stat) in znodes(zk, ZK_PATH).items():
+        if name not in before and json.loads(data)["http_port"] == port:
+            return data, stat
+    return None
+
+
+def test_a_zookeeper_restart_costs_no_request_through_knox(service: Service) -> None:
+    zk = KazooClient(hosts=f"{LAB_MASTER}:2181")
+    with knox_load() as load:
+        time.sleep(2)
+        node("tarn-lab-master", "systemctl", "restart", "zookeeper")
+        zk.start(timeout=30)
+        wait_for(lambda: _two(zk), 60, "both instances registered again", 0.1)
+        time.sleep(3)
+    zk.stop()
+    zk.close()
+    print(f"\n[knox] ZooKeeper restarted under load through Knox: {summary(load.tally)}")
+    assert load.tally.ok > 50
+    assert load.tally.failed == 0, load.tally.errors[:5]
