@@ -30,6 +30,7 @@ checks=(
   "keytool                     openjdk-17-jdk-headless  tests/unit/test_jceks.py (real keystores)"
   "mvn                         maven            lab/hadoop-dist/build.sh, lab/ranger-harness, knox/"
   "curl                        curl             knox/smoke.sh (HTTPS through Knox)"
+  "wrk                         wrk              bench/entry_overhead.py (the C load generator)"
   "python3                     python3-venv     make deps (python3 -m venv)"
   "tar                         tar              lab/image, lab/hadoop-dist"
 )

@@ -76,6 +76,11 @@ def without(group: str) -> dict[str, list[str]]:
     return {**LAB_GROUPS, group: []}
 
 
+WITH_KNOX = {**LAB_GROUPS, "knox": ["edge"]}
+# files that exist, so that only the input under test is wrong
+KNOX_FILES = {"knox_archive": str(ROOT / "galaxy.yml"), "knox_plugin_jar": str(ROOT / "galaxy.yml")}
+
+
 CASES = [
     ("missing archive", LAB_GROUPS, {"hadoop_archive": "/nonexistent/hadoop-3.4.2.tar.gz"}, "hadoop_archive"),
     (
@@ -104,6 +109,13 @@ CASES = [
         "yarn_resourcemanager_max_am_percent",
     ),
     ("bad ZooKeeper port", LAB_GROUPS, {"zookeeper_client_port": 70000}, "zookeeper_client_port"),
+    ("no Knox master secret", WITH_KNOX, {**KNOX_FILES, "knox_master_secret": ""}, "knox_master_secret"),
+    (
+        "bad ZooKeeper ensemble for Knox",
+        WITH_KNOX,
+        {**KNOX_FILES, "knox_zookeeper_ensemble": "master:two"},
+        "knox_zookeeper_ensemble",
+    ),
 ]
 
 

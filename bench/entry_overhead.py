@@ -1,0 +1,350 @@
+"""The cost of each entry to the Triton instances, in the same run: requests/s and p50/p99 latency
+of add_one straight to one instance (the baseline), through HAProxy, and through Knox (HTTPS,
+LDAP basic auth, TARN's authorization with its cache), at each concurrency, with wrk (C, keep-alive).
+Goal (issue 13): Knox >= 0.5x HAProxy's requests/s, and Knox's p50 at most 2 ms over HAProxy's at
+concurrency 1. Also prints the CPU each piece used during each run, to show what limits Knox.
+
+Needs the lab with the main job's service (make lab): tarn-demo, 2 instances, HAProxy and Knox on
+the edge published at 127.0.0.1:18000 and 127.0.0.1:18443; and wrk (apt-get install wrk).
+
+    python bench/entry_overhead.py [--seconds 10] [--connections 1,8] [--json results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import ipaddress
+import json
+import os
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import requests
+import urllib3
+from kazoo.client import KazooClient
+
+MASTER = os.environ.get("TARN_LAB_MASTER", "master")
+SERVICE = "tarn-demo"
+ZK_PATH = "/services/triton/instances"
+HAPROXY = "http://127.0.0.1:18000"
+KNOX = f"https://127.0.0.1:18443/gateway/{SERVICE}/triton"
+KNOX_USER = ("alice", "alice-password")  # Knox's demo LDAP (knox_demo_ldap_users)
+EDGE = "tarn-lab-edge"
+INFER = "/v2/models/add_one/infer"
+BODY = json.dumps({"inputs": [{"name": "INPUT0", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]}]})
+EXPECTED = [2.0, 3.0, 4.0, 5.0]
+# traffic goes to this machine or to the lab's own network, nowhere else
+ALLOWED = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("10.89.42.0/24"))
+UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}  # wrk's time units, in ms
+# the edge's processes whose CPU is measured, by a file name in their command line
+PIECES = {"Knox JVM": "gateway.jar", "Knox LDAP": "ldap.jar", "HAProxy": "haproxy"}
+
+
+@dataclass
+class Entry:
+    name: str
+    url: str  # base: INFER is appended
+    auth: tuple[str, str] | None = None
+
+
+@dataclass
+class WrkResult:
+    requests_per_s: float
+    p50_ms: float
+    p99_ms: float
+    requests: int
+    non_2xx: int
+    socket_errors: dict[str, int]
+
+    @property
+    def errors(self) -> int:
+        return self.non_2xx + sum(self.socket_errors.values())
+
+
+@dataclass
+class Run:
+    entry: str
+    connections: int
+    wrk: WrkResult
+    cpu_percent: dict[str, float | None] = field(default_factory=dict)  # 100 = one core
+
+
+def lab_only(url: str) -> None:
+    host = urlsplit(url).hostname or ""
+    address = ipaddress.ip_address(socket.gethostbyname(host))
+    if not any(address in network for network in ALLOWED):
+        sys.exit(f"{url}: {address} is neither loopback nor the lab network")
+
+
+def direct_instance(zk_hosts: str) -> str:
+    """The base URL of the service's first instance (by name) in ZooKeeper."""
+    zk = KazooClient(hosts=zk_hosts, timeout=10)
+    zk.start(timeout=30)
+    try:
+        records = [json.loads(zk.get(f"{ZK_PATH}/{child}")[0]) for child in zk.get_children(ZK_PATH)]
+    finally:
+        zk.stop()
+    mine = sorted((r for r in records if r.get("service") == SERVICE), key=lambda r: r["instance"])
+    if not mine:
+        sys.exit(f"direct: no instance of {SERVICE} under {ZK_PATH} on {zk_hosts}")
+    return f"http://{mine[0]['ip']}:{mine[0]['http_port']}"
+
+
+def check(entry: Entry) -> None:
+    """One request, its answer checked: a misconfigured entry fails here, named, not under load."""
+    try:
+        answer = requests.post(
+            entry.url + INFER,
+            data=BODY,
+            auth=entry.auth,
+            headers={"Content-Type": "application/json"},
+            timeout=30,
+            verify=False,  # noqa: S501 (Knox's self-signed lab cert; wrk does not check either)
+        )
+    except requests.RequestException as error:
+        sys.exit(f"{entry.name} ({entry.url}): {error}")
+    if answer.status_code != 200:
+        sys.exit(f"{entry.name} ({entry.url}): HTTP {answer.status_code}: {answer.text[:300]}")
+    outputs = {o["name"]: o["data"] for o in answer.json().get("outputs", [])}
+    if outputs.get("OUTPUT0") != EXPECTED:
+        sys.exit(f"{entry.name} ({entry.url}): OUTPUT0 is {outputs.get('OUTPUT0')}, not {EXPECTED}")
+
+
+def lua_script(entry: Entry) -> str:
+    """wrk's request: the same POST for every connection (long brackets: the body has quotes)."""
+    lines = [
+        'wrk.method = "POST"',
+        f"wrk.body = [==[{BODY}]==]",
+        'wrk.headers["Content-Type"] = "application/json"',
+    ]
+    if entry.auth:
+        token = base64.b64encode(":".join(entry.auth).encode()).decode()
+        lines.append(f'wrk.headers["Authorization"] = "Basic {token}"')
+    return "\n".join(lines) + "\n"
+
+
+def parse_wrk(text: str) -> WrkResult:
+    def number(pattern: str) -> re.Match[str]:
+        found = re.search(pattern, text, re.MULTILINE)
+        if not found:
+            raise ValueError(f"wrk's output has no {pattern!r}:\n{text}")
+        return found
+
+    def latency(percent: int) -> float:
+        found = number(rf"^\s+{percent}%\s+([\d.]+)(us|ms|s|m|h)\s*$")
+        return float(found[1]) * UNITS[found[2]]
+
+    # both lines appear only when there is something to count
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    sockets = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    kinds = ("connect", "read", "write", "timeout")
+    return WrkResult(
+        requests_per_s=float(number(r"^Requests/sec:\s+([\d.]+)")[1]),
+        p50_ms=latency(50),
+        p99_ms=latency(99),
+        requests=int(number(r"^\s+(\d+) requests in ")[1]),
+        non_2xx=int(non_2xx[1]) if non_2xx else 0,
+        socket_errors={k: int(n) for k, n in zip(kinds, sockets.groups(), strict=True)} if sockets else {},
+    )
+
+
+def wrk(entry: Entry, connections: int, seconds: float, script: Path) -> WrkResult:
+    command = [
+        "wrk", f"-t{min(connections, 2)}", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "5s",
+        "--latency", "-s", str(script), entry.url + INFER,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode:
+        sys.exit(f"{entry.name}: {' '.join(command)} failed: {done.stdout}{done.stderr}")
+    return parse_wrk(done.stdout)
+
+
+def edge_pids() -> dict[str, list[int]]:
+    """The pids (this machine's) of the pieces in the edge container: those in its pid namespace."""
+    inspected = subprocess.run(
+        ["podman", "inspect", "--format", "{{.State.Pid}}", EDGE], capture_output=True, text=True, check=True
+    )
+    namespace = os.readlink(f"/proc/{inspected.stdout.strip()}/ns/pid")
+    found: dict[str, list[int]] = {name: [] for name in PIECES}
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            if os.readlink(f"/proc/{pid}/ns/pid") != namespace:
+                continue
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:  # gone meanwhile
+            continue
+        names = {os.path.basename(arg) for arg in argv}  # java … -jar /…/bin/gateway.jar, /usr/sbin/haproxy
+        for name, mark in PIECES.items():
+            if mark in names:
+                found[name].append(pid)
+    return found
+
+
+def ticks(pids: list[int]) -> int | None:
+    """CPU time (user + system, clock ticks) of these processes, all their threads; None if none left."""
+    total = 0
+    try:
+        for pid in pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime: fields 14 and 15 of stat(5)
+    except OSError:
+        return None
+    return total if pids else None
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, all) clock ticks of every core, from /proc/stat's cpu line."""
+    user, nice, system, idle, iowait, irq, softirq, steal = map(
+        int, Path("/proc/stat").read_text().split()[1:9]
+    )
+    busy = user + nice + system + irq + softirq + steal
+    return busy, busy + idle + iowait
+
+
+def children_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measured(entry: Entry, connections: int, seconds: float, script: Path, pids: dict[str, list[int]]) -> Run:
+    """One wrk run with the CPU each piece used meanwhile, in percent of one core."""
+    hz, cores = os.sysconf("SC_CLK_TCK"), os.cpu_count() or 1
+    before = {name: ticks(p) for name, p in pids.items()}
+    busy0, all0 = machine_ticks()
+    wrk0, began = children_seconds(), time.monotonic()
+    result = wrk(entry, connections, seconds, script)
+    wall = time.monotonic() - began
+    busy1, all1 = machine_ticks()
+    cpu: dict[str, float | None] = {}
+    for name, p in pids.items():
+        after, start = ticks(p), before[name]
+        cpu[name] = None if after is None or start is None else (after - start) / hz / wall * 100
+    cpu["wrk"] = (children_seconds() - wrk0) / wall * 100
+    cpu["machine"] = (busy1 - busy0) / max(1, all1 - all0) * 100 * cores
+    return Run(entry.name, connections, result, cpu)
+
+
+def percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f}%"
+
+
+def print_table(runs: list[Run], cores: int) -> None:
+    print(f"{'entry':<8} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7}")
+    for run in runs:
+        w = run.wrk
+        flag = "  <- ERRORS: " + json.dumps({"non-2xx": w.non_2xx, **w.socket_errors}) if w.errors else ""
+        print(
+            f"{run.entry:<8} {run.connections:>5} {w.requests_per_s:>9.1f} {w.p50_ms:>8.2f}"
+            f" {w.p99_ms:>8.2f} {w.errors:>7}{flag}"
+        )
+    names = [*PIECES, "wrk", "machine"]
+    print(f"\nCPU during each run, 100% = one core (machine: all {cores} cores, {cores * 100}% = all busy):")
+    print(f"{'entry':<8} {'conns':>5} " + " ".join(f"{n:>10}" for n in names))
+    for run in runs:
+        cells = " ".join(f"{percent(run.cpu_percent.get(n)):>10}" for n in names)
+        print(f"{run.entry:<8} {run.connections:>5} {cells}")
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def print_goals(runs: list[Run]) -> None:
+    by = {(r.entry, r.connections): r.wrk for r in runs}
+    print()
+    for c in sorted({r.connections for r in runs}):
+        knox, haproxy, direct = by[("knox", c)], by[("haproxy", c)], by[("direct", c)]
+        ratio = knox.requests_per_s / haproxy.requests_per_s
+        goal = verdict(ratio >= 0.5)
+        print(f"Knox / HAProxy requests/s at {c} connections: {ratio:.2f} (goal >= 0.5): {goal}")
+        print(
+            f"  for reference, HAProxy / direct at {c}: {haproxy.requests_per_s / direct.requests_per_s:.2f}"
+            f" requests/s, p50 {haproxy.p50_ms - direct.p50_ms:+.2f} ms"
+        )
+    if ("knox", 1) in by:
+        over = by[("knox", 1)].p50_ms - by[("haproxy", 1)].p50_ms
+        print(f"Knox p50 - HAProxy p50 at 1 connection: {over:+.2f} ms (goal <= 2 ms): {verdict(over <= 2)}")
+    else:
+        print("Knox p50 - HAProxy p50 at 1 connection: not measured (1 is not in --connections)")
+    if any(r.wrk.errors for r in runs):
+        print("WARNING: some runs had errors (see the table): their numbers are not valid")
+
+
+def knox_rss_mib(pids: dict[str, list[int]]) -> str:
+    if not pids.get("Knox JVM"):
+        return "n/a"
+    try:
+        status = Path(f"/proc/{pids['Knox JVM'][0]}/status").read_text()
+    except OSError:  # restarted meanwhile
+        return "n/a"
+    kib = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+    return f"{int(kib[1]) / 1024:.0f} MiB" if kib else "n/a"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=10, help="each measured run (default 10)")
+    parser.add_argument(
+        "--warmup", type=float, default=3, help="an unmeasured run per entry first (JIT, pools)"
+    )
+    parser.add_argument("--connections", default="1,8", help="concurrencies, comma-separated (default 1,8)")
+    parser.add_argument("--zk", default=f"{MASTER}:2181", help="ZooKeeper, to find an instance")
+    parser.add_argument("--direct", help="an instance's base URL (default: the first in ZooKeeper)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    concurrencies = [int(c) for c in args.connections.split(",")]
+    if not shutil.which("wrk"):
+        sys.exit("wrk is not installed: apt-get install wrk (lab/preflight.sh lists it)")
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # Knox's self-signed cert
+
+    entries = [
+        Entry("direct", args.direct or direct_instance(args.zk)),
+        Entry("haproxy", HAPROXY),
+        Entry("knox", KNOX, KNOX_USER),
+    ]
+    for entry in entries:
+        lab_only(entry.url)
+        check(entry)
+        print(f"{entry.name}: {entry.url} answers add_one correctly")
+    try:
+        pids = edge_pids()
+    except (OSError, subprocess.CalledProcessError) as error:
+        print(f"the edge's processes are not visible here ({error}): no CPU figures for them")
+        pids = {}
+    cores = os.cpu_count() or 1
+    print(f"wrk, {args.seconds:g} s per run, connections {concurrencies}; this machine: {cores} cores\n")
+
+    runs: list[Run] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for entry in entries:
+            script = Path(scratch) / f"{entry.name}.lua"
+            script.write_text(lua_script(entry))
+            if args.warmup > 0:
+                wrk(entry, max(concurrencies), args.warmup, script)
+            runs += [measured(entry, c, args.seconds, script, pids) for c in concurrencies]
+
+    print_table(runs, cores)
+    print_goals(runs)
+    print(f"Knox JVM resident memory after the runs: {knox_rss_mib(pids)}")
+    if args.json:
+        args.json.write_text(
+            json.dumps([asdict(r) | {"errors": r.wrk.errors} for r in runs], indent=2) + "\n"
+        )
+    if any(r.wrk.errors for r in runs):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
