@@ -40,7 +40,7 @@ from .load import Load, Tally
 from .test_ranger import ADMIN_URL, ROOT, Service, fresh_lab_admin, node, register_with_the_role, tarn
 
 SERVICE = "tarn-e2e-knox"
-RANGER_SERVICE = "triton_knox"
+RANGER_SERVICE = "triton_prod"  # policy() names it; a fresh stand-in holds only POLICIES
 KNOX = f"127.0.0.1:18443/gateway/{SERVICE}/triton"  # the topology the role adds for SERVICE
 CERT = Path(os.environ.get("TARN_BUILD", ROOT / "build")) / "lab" / "edge-knox.pem"  # fetched by the role
 PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}  # Knox's demo LDAP (inventories/lab)

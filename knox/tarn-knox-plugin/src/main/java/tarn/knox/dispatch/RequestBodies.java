@@ -14,11 +14,13 @@ import java.io.OutputStream;
 import java.util.Locale;
 
 /**
- * The request body for Triton with the client's Content-Length. Knox's URL rewrite wrapper reports
- * every body's length as unknown (a body rewrite could change it), so Knox's dispatch sends bodies
- * chunked; the TRITON service rewrites no body, so the client's length still holds, and Triton's
- * binary tensor extension (Inference-Header-Content-Length + Content-Length) gets the framing
- * clients send. Form bodies, which the identity assertion may rewrite, keep Knox's behaviour.
+ * The request body for Triton: the client's bytes with the client's Content-Length. Knox's URL
+ * rewrite wrapper reports every body's length as unknown, so Knox's dispatch sends bodies chunked,
+ * and it passes JSON bodies through its JSON filter even without rules, which re-serializes them
+ * (a body sent with spaces arrives shorter). The TRITON service rewrites no body, so the body is
+ * read from the innermost request, as the client sent it: Triton gets the client's JSON and the
+ * binary tensor extension (Inference-Header-Content-Length + Content-Length) the framing clients
+ * send. Form bodies, which the identity assertion may rewrite, keep Knox's behaviour.
  *
  * <p>Failover: Knox's HA dispatch sends the same entity again to the next instance. A body up to
  * {@link #REPLAY_LIMIT} bytes (system property {@code tarn.knox.replay.limit}, default 8 MiB) is
@@ -35,7 +37,7 @@ final class RequestBodies {
     long length = clientLength(request);
     String type = request.getContentType();
     ContentType contentType = type == null ? null : ContentType.parse(type);
-    InputStream in = request.getInputStream();
+    InputStream in = (isForm(request) ? request : innermost(request)).getInputStream();
     if (length >= 0 && length <= REPLAY_LIMIT) {
       byte[] body = in.readNBytes((int) length);
       if (body.length != length) {
@@ -90,16 +92,25 @@ final class RequestBodies {
 
   /** The Content-Length the client sent (innermost request), or -1 (unknown: chunked). */
   static long clientLength(HttpServletRequest request) {
-    String type = request.getContentType();
-    if (type != null && type.toLowerCase(Locale.ROOT).startsWith("application/x-www-form-urlencoded")) {
+    if (isForm(request)) {
       return -1;
     }
+    long length = innermost(request).getContentLengthLong();
+    return length >= 0 ? length : -1;
+  }
+
+  private static boolean isForm(HttpServletRequest request) {
+    String type = request.getContentType();
+    return type != null && type.toLowerCase(Locale.ROOT).startsWith("application/x-www-form-urlencoded");
+  }
+
+  /** The request as the servlet container received it, below Knox's wrappers. */
+  private static HttpServletRequest innermost(HttpServletRequest request) {
     HttpServletRequest inner = request;
     while (inner instanceof HttpServletRequestWrapper
         && ((HttpServletRequestWrapper) inner).getRequest() instanceof HttpServletRequest) {
       inner = (HttpServletRequest) ((HttpServletRequestWrapper) inner).getRequest();
     }
-    long length = inner.getContentLengthLong();
-    return length >= 0 ? length : -1;
+    return inner;
   }
 }
