@@ -72,6 +72,13 @@ PLAYBOOK = """\
 """
 
 
+def on(container: str, *command: str) -> None:
+    """Run a command in a lab node; it must succeed."""
+    subprocess.run(
+        ["podman", "exec", container, *command], capture_output=True, text=True, timeout=120, check=True
+    )
+
+
 def knox(
     path: str, user: str | None = "alice", password: str | None = None, **kwargs: Any
 ) -> requests.Response:
@@ -237,10 +244,10 @@ def kill_and_follow(zk: KazooClient, port: int) -> tuple[float, float]:
     victim = next(name for name, (data, _) in before.items() if json.loads(data)["http_port"] == port)
     host = json.loads(before[victim][0])["host"]
     killed = time.time()
-    node(f"tarn-lab-{host}", "pkill", "-KILL", "-f", f"bin/tritonserver.*--http-port={port} ")
+    on(f"tarn-lab-{host}", "pkill", "-KILL", "-f", f"bin/tritonserver.*--http-port={port} ")
     wait_for(lambda: victim not in znodes(zk, ZK_PATH), 30, "the killed instance deregistered", 0.02)
     out = time.time() - killed
-    data, stat = wait_for(lambda: _successor(zk, before, port), 120, "its successor registered", 0.02)
+    data, stat = wait_for(lambda: _successor(zk, port, killed), 120, "its successor registered", 0.02)
     record = json.loads(data)
     wait_for(lambda: _served_or_zero(record) > 0, 30, "the successor serving through Knox", 0.02)
     return out, time.time() - stat.created
@@ -275,9 +282,11 @@ def _two(zk: KazooClient) -> dict[str, Any] | None:
     return found if len(found) == 2 else None
 
 
-def _successor(zk: KazooClient, before: dict[str, Any], port: int) -> tuple[bytes, Any] | None:
-    for name, (data, stat) in znodes(zk, ZK_PATH).items():
-        if name not in before and json.loads(data)["http_port"] == port:
+def _successor(zk: KazooClient, port: int, since: float) -> tuple[bytes, Any] | None:
+    """The instance on ``port`` registered after ``since``: YARN may relaunch the killed
+    container under its own id, so the znode's name may be the victim's."""
+    for data, stat in znodes(zk, ZK_PATH).values():
+        if json.loads(data)["http_port"] == port and stat.created > since:
             return data, stat
     return None
 
@@ -286,7 +295,7 @@ def test_a_zookeeper_restart_costs_no_request_through_knox(service: Service) -> 
     zk = KazooClient(hosts=f"{LAB_MASTER}:2181")
     with knox_load() as load:
         time.sleep(2)
-        node("tarn-lab-master", "systemctl", "restart", "zookeeper")
+        on("tarn-lab-master", "systemctl", "restart", "zookeeper")
         zk.start(timeout=30)
         wait_for(lambda: _two(zk), 60, "both instances registered again", 0.1)
         time.sleep(3)

@@ -227,6 +227,20 @@ def test_ldap_settings_and_extra_shiro_params_are_escaped_and_before_the_urls() 
     assert params[-1] == ("urls./**", "authcBasic")
 
 
+CACHE_PARAMS = {
+    "main.cacheManager": "org.apache.knox.gateway.shirorealm.KnoxCacheManager",
+    "main.securityManager.cacheManager": "$cacheManager",
+    "main.ldapRealm.authenticationCachingEnabled": "true",
+}
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_the_ldap_authentication_cache_is_a_switch(cache: bool) -> None:
+    [topology] = topologies(templar(knox_ldap_authentication_cache=cache))
+    params = dict(providers(topology)["authentication"]["params"])
+    assert {name: params[name] for name in CACHE_PARAMS if name in params} == (CACHE_PARAMS if cache else {})
+
+
 # ---- gateway-site.xml, users.ldif, units
 
 
