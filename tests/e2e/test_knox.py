@@ -31,6 +31,7 @@ import requests
 from kazoo.client import KazooClient
 
 from tarn.clients.resourcemanager import ResourceManager
+from tarn.service.wait import ready, stable
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.integration.test_ranger_controller import policy
 from tests.unit.test_ranger_settings import write_xml
@@ -237,9 +238,15 @@ def summary(tally: Tally) -> str:
     return f"{tally.ok} ok, {tally.failed} failed, p50 {tally.percentile(0.5) * 1000:.1f} ms"
 
 
-def kill_and_follow(zk: KazooClient, port: int) -> tuple[float, float]:
+def _settled(service: Service) -> bool:
+    found = service.rm.service(SERVICE) or {}
+    return stable(found) and ready(2)(found)
+
+
+def kill_and_follow(service: Service, zk: KazooClient, port: int) -> tuple[float, float]:
     """kill -9 the instance on ``port``; (seconds until its znode is gone, seconds from its
     successor's znode to the first request the successor served through Knox)."""
+    wait_for(lambda: _settled(service), 120, "YARN: the service STABLE with both instances READY", 0.2)
     before = wait_for(lambda: _two(zk), 120, "two instances registered")
     victim = next(name for name, (data, _) in before.items() if json.loads(data)["http_port"] == port)
     host = json.loads(before[victim][0])["host"]
@@ -247,7 +254,11 @@ def kill_and_follow(zk: KazooClient, port: int) -> tuple[float, float]:
     on(f"tarn-lab-{host}", "pkill", "-KILL", "-f", f"bin/tritonserver.*--http-port={port} ")
     wait_for(lambda: victim not in znodes(zk, ZK_PATH), 30, "the killed instance deregistered", 0.02)
     out = time.time() - killed
-    data, stat = wait_for(lambda: _successor(zk, port, killed), 120, "its successor registered", 0.02)
+    try:
+        data, stat = wait_for(lambda: _successor(zk, port, killed), 120, "its successor registered", 0.02)
+    except BaseException:  # what YARN says of the service, for the log
+        print(json.dumps(service.rm.service(SERVICE), indent=1)[:6000])
+        raise
     record = json.loads(data)
     wait_for(lambda: _served_or_zero(record) > 0, 30, "the successor serving through Knox", 0.02)
     return out, time.time() - stat.created
@@ -260,7 +271,7 @@ def test_a_killed_instance_costs_no_request_and_its_successor_serves_within_1_s(
     try:
         with knox_load() as load:
             for kill in range(KILLS):
-                out, delay = kill_and_follow(zk, BASE_PORT + (kill % 2) * STRIDE)
+                out, delay = kill_and_follow(service, zk, BASE_PORT + (kill % 2) * STRIDE)
                 delays.append(delay)
                 print(f"[knox] kill {kill + 1}: out of ZooKeeper {out:.2f} s after the kill; "
                       f"the successor served through Knox {delay:.2f} s after its znode")  # fmt: skip
