@@ -298,7 +298,10 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=10, help="each measured run (default 10)")
     parser.add_argument(
-        "--warmup", type=float, default=10, help="an unmeasured run per entry first (Knox's JIT: 3 s left it at half speed)"
+        "--warmup",
+        type=float,
+        default=10,
+        help="an unmeasured run per entry first (Knox's JIT: 3 s left it at half speed)",
     )
     parser.add_argument("--connections", default="1,8", help="concurrencies, comma-separated (default 1,8)")
     parser.add_argument("--zk", default=f"{MASTER}:2181", help="ZooKeeper, to find an instance")
