@@ -50,7 +50,7 @@ ZK_NAMESPACE = f"/services/{SERVICE}"
 ZK_PATH = f"{ZK_NAMESPACE}/instances"
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-knox-models"
 CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
-KILLS = 10
+EVENTS = 10
 INVENTORY = ROOT / "inventories" / "lab" / "hosts.yml"
 BASIC_ALICE = "Basic " + base64.b64encode(f"alice:{PASSWORDS['alice']}".encode()).decode()
 POLICIES = [
@@ -264,28 +264,86 @@ def kill_and_follow(service: Service, zk: KazooClient, port: int) -> tuple[float
     return out, time.time() - stat.created
 
 
-def test_a_killed_instance_costs_no_request_and_its_successor_serves_within_1_s(service: Service) -> None:
+def p95(values: list[float]) -> float:
+    return sorted(values)[math.ceil(0.95 * len(values)) - 1]  # nearest rank: of 10, the largest
+
+
+def drain_and_undrain(service: Service, zk: KazooClient, name: str) -> float:
+    """The operator drains instance ``name`` (out of ZooKeeper, idle), then undrains it: seconds
+    from its new znode to the first request it served through Knox."""
+    wait_for(lambda: _two(zk), 60, "two instances registered")
+    drained = service.post(f"/instances/{name}/drain")
+    assert drained.status_code == 200, drained.text
+    wait_for(lambda: name not in _names(zk), 30, f"{name} out of ZooKeeper", 0.02)
+    count = served(_record(service, name))  # Knox no longer sends it anything
+    undrained = time.time()
+    assert service.delete(f"/instances/{name}/drain").status_code == 200
+    data, stat = wait_for(lambda: _registered(zk, name, undrained), 30, f"{name} registered again", 0.02)
+    record = json.loads(data)
+    wait_for(lambda: _served_or_zero(record) > count, 30, f"{name} serving through Knox again", 0.02)
+    return time.time() - float(stat.created)
+
+
+def test_an_instance_serves_through_knox_within_1_s_of_its_znode(service: Service) -> None:
+    """Discovery through TARN's URL manager: an instance taken out by a drain and put back by an
+    undrain (a ready instance registered anew, without a YARN container failure) serves through
+    Knox within a second of its znode; under constant load through Knox, no request fails."""
     zk = KazooClient(hosts=f"{LAB_MASTER}:2181")
     zk.start(timeout=15)
     delays = []
     try:
         with knox_load() as load:
-            for kill in range(KILLS):
-                out, delay = kill_and_follow(service, zk, BASE_PORT + (kill % 2) * STRIDE)
-                delays.append(delay)
-                print(f"[knox] kill {kill + 1}: out of ZooKeeper {out:.2f} s after the kill; "
-                      f"the successor served through Knox {delay:.2f} s after its znode")  # fmt: skip
+            for event in range(EVENTS):
+                delays.append(drain_and_undrain(service, zk, f"triton-{event % 2}"))
+            time.sleep(1)
+        tally = load.tally
+    finally:
+        zk.stop()
+        zk.close()
+    spread = f"p50 {statistics.median(delays):.2f} s, p95 {p95(delays):.2f} s, max {max(delays):.2f} s"
+    print(f"\n[knox] {EVENTS} re-registrations under load through Knox: {summary(tally)}; znode -> served "
+          f"through Knox: {spread} ({', '.join(f'{d:.2f}' for d in delays)})")  # fmt: skip
+    assert tally.ok > 100
+    assert tally.failed == 0, tally.errors[:5]
+    assert p95(delays) <= 1.0, delays
+
+
+def test_killing_either_instance_under_load_costs_no_request(service: Service) -> None:
+    """One kill -9 per instance (YARN blacklists a node for a component after more than 3
+    container failures on it: docs/recovery.md); each successor's discovery is measured too."""
+    zk = KazooClient(hosts=f"{LAB_MASTER}:2181")
+    zk.start(timeout=15)
+    try:
+        with knox_load() as load:
+            for port in (BASE_PORT, BASE_PORT + STRIDE):
+                out, delay = kill_and_follow(service, zk, port)
+                print(f"[knox] kill -9 of the instance on {port}: out of ZooKeeper {out:.2f} s later; "
+                      f"its successor served through Knox {delay:.2f} s after its znode")  # fmt: skip
+                assert delay <= 1.0
             time.sleep(2)
         tally = load.tally
     finally:
         zk.stop()
         zk.close()
-    p95 = sorted(delays)[math.ceil(0.95 * len(delays)) - 1]  # nearest rank: of 10, the largest
-    print(f"\n[knox] {KILLS} kills under load through Knox: {summary(tally)}; znode -> served through Knox: "
-          f"p50 {statistics.median(delays):.2f} s, p95 {p95:.2f} s, max {max(delays):.2f} s")  # fmt: skip
+    print(f"\n[knox] both instances killed in turn under load through Knox: {summary(tally)}")
     assert tally.ok > 100
     assert tally.failed == 0, tally.errors[:5]
-    assert p95 <= 1.0, delays
+
+
+def _names(zk: KazooClient) -> set[str]:
+    return {json.loads(data)["instance"] for data, _ in znodes(zk, ZK_PATH).values()}
+
+
+def _record(service: Service, name: str) -> dict[str, Any]:
+    instances = service.get("/instances").json()["instances"]
+    return next(i for i in instances if i["instance"] == name)
+
+
+def _registered(zk: KazooClient, name: str, since: float) -> tuple[bytes, Any] | None:
+    for data, stat in znodes(zk, ZK_PATH).values():
+        if json.loads(data)["instance"] == name and stat.created > since:
+            return data, stat
+    return None
 
 
 def _two(zk: KazooClient) -> dict[str, Any] | None:

@@ -196,6 +196,12 @@ class Service:
         headers = {"X-TARN-Token": self.token, **({"X-TARN-User": user} if user else {})}
         return requests.get(f"{self.url}{path}", params=params, headers=headers, timeout=10)
 
+    def post(self, path: str) -> requests.Response:
+        return requests.post(f"{self.url}{path}", headers={"X-TARN-Token": self.token}, timeout=60)
+
+    def delete(self, path: str) -> requests.Response:
+        return requests.delete(f"{self.url}{path}", headers={"X-TARN-Token": self.token}, timeout=10)
+
     def authorize(self, user: str, model: str, action: str) -> bool:
         reply = self.get("/authorize", model=model, action=action, user=user)
         assert reply.status_code == 200, reply.text
