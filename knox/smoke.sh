@@ -106,7 +106,7 @@ cat > conf/topologies/tarn.xml <<XML
       <param><name>main.ldapRealm.contextFactory.url</name><value>ldap://127.0.0.1:$ldap_port</value></param>
       <param><name>main.ldapRealm.contextFactory.authenticationMechanism</name><value>simple</value></param>
       <param><name>main.cacheManager</name><value>org.apache.knox.gateway.shirorealm.KnoxCacheManager</value></param>
-      <param><name>main.securityManager.cacheManager</name><value>$cacheManager</value></param>
+      <param><name>main.securityManager.cacheManager</name><value>\$cacheManager</value></param>
       <param><name>main.ldapRealm.authenticationCachingEnabled</name><value>true</value></param>
       <param><name>urls./**</name><value>authcBasic</value></param>
     </provider>

@@ -159,7 +159,7 @@ def service(
     zk.start(timeout=15)
     try:
         wait_for(lambda: len(znodes(zk, ZK_PATH)) == 2, 300, "two instances registered")
-        wait_for(lambda: _serves(), 120, "Knox serving alice's add_one", every=0.5)
+        wait_for(_serves, 120, "Knox serving alice's add_one", every=0.5)
         yield running
     finally:
         zk.stop()
@@ -248,7 +248,7 @@ def kill_and_follow(service: Service, zk: KazooClient, port: int) -> tuple[float
     successor's znode to the first request the successor served through Knox)."""
     wait_for(lambda: _settled(service), 120, "YARN: the service STABLE with both instances READY", 0.2)
     before = wait_for(lambda: _two(zk), 120, "two instances registered")
-    victim = next(name for name, (data, _) in before.items() if json.loads(data)["http_port"] == port)
+    victim = next(name for name, (data, _stat) in before.items() if json.loads(data)["http_port"] == port)
     host = json.loads(before[victim][0])["host"]
     killed = time.time()
     on(f"tarn-lab-{host}", "pkill", "-KILL", "-f", f"bin/tritonserver.*--http-port={port} ")
@@ -331,7 +331,7 @@ def test_killing_either_instance_under_load_costs_no_request(service: Service) -
 
 
 def _names(zk: KazooClient) -> set[str]:
-    return {json.loads(data)["instance"] for data, _ in znodes(zk, ZK_PATH).values()}
+    return {json.loads(data)["instance"] for data, _stat in znodes(zk, ZK_PATH).values()}
 
 
 def _record(service: Service, name: str) -> dict[str, Any]:

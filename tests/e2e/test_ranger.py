@@ -147,14 +147,15 @@ PLAYBOOK = """\
 
 
 def register_with_the_role(
-    here: Path, service: str = RANGER_SERVICE, policies: list[dict[str, Any]] = POLICIES
+    here: Path, service: str = RANGER_SERVICE, policies: list[dict[str, Any]] | None = None
 ) -> int:
     """ansible-playbook with the ranger_triton role: the service def, ``service`` and ``policies``;
     the number of changed tasks (from the JSON callback: Molecule's environment colours the text)."""
     (here / "play.yml").write_text(PLAYBOOK)
     (here / "vars.json").write_text(json.dumps({
         "ranger_triton_admin_url": ADMIN_URL, "ranger_triton_admin_password": ADMIN_PASSWORD,
-        "ranger_triton_service_name": service, "ranger_triton_policies": policies,
+        "ranger_triton_service_name": service,
+        "ranger_triton_policies": POLICIES if policies is None else policies,
     }))  # fmt: skip
     env = {
         **os.environ,
