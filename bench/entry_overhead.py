@@ -41,7 +41,7 @@ KNOX = f"https://127.0.0.1:18443/gateway/{SERVICE}/triton"
 KNOX_USER = ("alice", "alice-password")  # Knox's demo LDAP (knox_demo_ldap_users)
 EDGE = "tarn-lab-edge"
 INFER = "/v2/models/add_one/infer"
-# the request, byte for byte (compact JSON)
+# add_one's request as compact JSON (tritonclient's form)
 BODY = '{"inputs":[{"name":"INPUT0","shape":[4],"datatype":"FP32","data":[1,2,3,4]}]}'
 EXPECTED = [2.0, 3.0, 4.0, 5.0]
 # traffic goes to this machine or to the lab's own network, nowhere else
