@@ -3,9 +3,10 @@ removes the files), rolling upgrade, flex, start, stop, destroy (the service and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.errors import ClusterError, ConfigError, TarnError
 from tarn.service.artifacts import Desired, artifact_dir
 from tarn.service.cluster import Cluster
@@ -14,6 +15,7 @@ from tarn.service.plan import Plan
 from tarn.service.upgrade import rolling_upgrade
 from tarn.service.wait import stable, stopped, until, wait_ready
 from tarn.spec import TRITON
+from tarn.stdlib.config import TarnConfig
 
 JSON = dict[str, Any]
 
@@ -21,6 +23,32 @@ JSON = dict[str, Any]
 def check_count(count: int) -> None:
     if count < 0:
         raise ConfigError(f"--count: {count} is negative; give 0 or more instances")
+
+
+_GONE = frozenset({"DECOMMISSIONED", "LOST", "SHUTDOWN"})  # NodeManager states that offer nothing
+
+
+def gpu_shortfall(config: TarnConfig, capacities: Sequence[int]) -> str | None:
+    """Why no NodeManager can run one Triton instance (its ranks share a node), or None."""
+    needed = config.gpus
+    if needed == 0 or not capacities or max(capacities) >= needed:
+        return None
+    world = config.tp * config.pp
+    flags = "--gpus-per-instance" if needed > world else f"--tp {config.tp} --pp {config.pp}"
+    return (
+        f"{flags}: an instance needs {needed} yarn.io/gpu on one node, and the NodeManagers offer at "
+        f"most {max(capacities)}; lower {'it' if needed > world else 'tp x pp'} or add GPUs to a node"
+    )
+
+
+def check_gpus(rm: ResourceManager, config: TarnConfig) -> None:
+    """Refuse, before anything is uploaded or submitted, an instance larger than every node."""
+    if config.gpus == 0:
+        return
+    nodes = [node for node in rm.nodes() if node.get("state") not in _GONE]
+    problem = gpu_shortfall(config, [node_gpus(node) for node in nodes])
+    if problem:
+        raise ConfigError(problem)
 
 
 def apply(cluster: Cluster, name: str, steps: Plan, desired: Desired | None, options: Options) -> JSON | None:
@@ -46,6 +74,7 @@ def apply(cluster: Cluster, name: str, steps: Plan, desired: Desired | None, opt
         if steps.upgrade:
             # YARN refuses an upgrade while a container is being replaced (state STARTED): wait
             # for that to finish rather than fail a deploy that is merely early.
+            check_gpus(rm, desired.config)
             until(
                 rm, name, stable, f"service {name}: STABLE, as YARN upgrades only a stable service", options
             )
@@ -82,6 +111,7 @@ def create(cluster: Cluster, desired: Desired) -> JSON:
         raise ClusterError(
             f"--service-name: service {name!r} already exists; use `tarn scale`, or `tarn destroy` it first"
         )
+    check_gpus(cluster.rm, desired.config)
     try:
         upload(cluster, desired)
         return cluster.rm.create_service(desired.spec)

@@ -6,8 +6,9 @@
    NFS gateway mount) is served in place.
 2. Turns the JCEKS secrets into environment variables of the tritonserver process only
    (huggingface.token → HUGGING_FACE_HUB_TOKEN, tarn.env.X → X). Values are never printed.
-3. Execs tritonserver with the instance's ports, GPU metrics on, the model control mode that
-   lets TARN load new model versions in place, and TP x PP exported for multi-GPU backends.
+3. Execs tritonserver with the instance's ports, GPU metrics on, and the model control mode that
+   lets TARN load new model versions in place; with tp x pp > 1, execs ``mpirun`` starting a world
+   of tp x pp Triton ranks instead (:mod:`tarn.stdlib.launcher.world`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tarn.stdlib.config import LAUNCHER_OPTIONS, add_config_arguments, config_from_namespace
 from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
+from tarn.stdlib.launcher import rank, world
 from tarn.stdlib.launcher.secrets import keystore_password, load_environment_from_jceks
 from tarn.stdlib.launcher.staging import StagingError, resolve_repository
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, namenode_location
@@ -37,6 +40,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--webhdfs-url", help="NameNode HTTP URL (default: from $HADOOP_CONF_DIR)")
     parser.add_argument("--cache-dir", help="node-local model cache (default: in $LOCAL_DIRS)")
     parser.add_argument("--tritonserver", default="tritonserver")
+    parser.add_argument("--mpirun", default="mpirun", help="Open MPI's mpirun, for tp x pp > 1")
     parser.add_argument("--download-workers", type=int, default=4)
     args = parser.parse_args(argv)
     if not args.model_repository:
@@ -94,13 +98,26 @@ def triton_command(args: argparse.Namespace, repository: Path) -> list[str]:
     ]
 
 
-def parallelism_environment(args: argparse.Namespace) -> dict[str, str]:
-    world = args.tp * args.pp
-    return {
-        "TARN_TENSOR_PARALLEL": str(args.tp),
-        "TARN_PIPELINE_PARALLEL": str(args.pp),
-        "WORLD_SIZE": str(world),
-    }
+def launch_command(
+    args: argparse.Namespace, repository: Path, environ: Mapping[str, str], world_dir: Path, as_root: bool
+) -> tuple[list[str], dict[str, str]]:
+    """What to exec, and the environment it adds: tritonserver itself, or mpirun and its world."""
+    serving = triton_command(args, repository)
+    size = world.world_size(args.tp, args.pp)
+    if size == 1:
+        return serving, world.world_environment([], args.tp, args.pp)
+    gpus = world.visible_gpus(environ)
+    command = world.mpirun_command(
+        mpirun=args.mpirun,
+        ranks=world.layout(args.tp, args.pp, gpus),
+        rank_launcher=[sys.executable, os.path.abspath(sys.argv[0])],
+        tritonserver=args.tritonserver,
+        serving=serving[1:],
+        world_dir=world_dir,
+        container_id=environ.get("CONTAINER_ID", ""),
+        as_root=as_root,
+    )
+    return command, world.world_environment(gpus, args.tp, args.pp)
 
 
 # ---- steps with I/O
@@ -136,18 +153,30 @@ def secret_environment(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     return variables
 
 
+def fresh_world_dir() -> Path:
+    """Where the ranks of this container mark themselves up; emptied, so no mark is stale."""
+    path = Path.cwd() / "tarn-world"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir()
+    return path
+
+
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["rank"]:  # mpirun starting one rank of a world
+        return rank.main(argv[1:])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s tarn-launcher %(levelname)s %(message)s")
     env = dict(os.environ if environ is None else environ)
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
     try:
         repository = prepare_repository(args, env)
         env.update(secret_environment(args, env))
+        world_dir = fresh_world_dir() if world.world_size(args.tp, args.pp) > 1 else Path()
+        command, world_env = launch_command(args, repository, env, world_dir, as_root=os.geteuid() == 0)
     except (StagingError, OSError, ValueError) as exc:
         log.error("%s", exc)  # messages name paths and aliases, never secret values
         return 1
-    env.update(parallelism_environment(args))
-    command = triton_command(args, repository)
+    env.update(world_env)
     log.info("exec %s", " ".join(command))
     sys.stdout.flush()
     sys.stderr.flush()
