@@ -36,6 +36,7 @@ from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.integration.test_ranger_controller import policy
 from tests.unit.test_ranger_settings import write_xml
 
+from . import test_chaos as chaos
 from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
 from .load import Load, Tally
 from .test_ranger import ADMIN_URL, ROOT, Service, fresh_lab_admin, node, register_with_the_role, tarn
@@ -71,13 +72,6 @@ PLAYBOOK = """\
   roles:
     - role: tarn.yarn.knox
 """
-
-
-def on(container: str, *command: str) -> None:
-    """Run a command in a lab node; it must succeed."""
-    subprocess.run(
-        ["podman", "exec", container, *command], capture_output=True, text=True, timeout=120, check=True
-    )
 
 
 def knox(
@@ -251,11 +245,13 @@ def kill_and_follow(service: Service, zk: KazooClient, port: int) -> tuple[float
     victim = next(name for name, (data, _stat) in before.items() if json.loads(data)["http_port"] == port)
     host = json.loads(before[victim][0])["host"]
     killed = time.time()
-    on(f"tarn-lab-{host}", "pkill", "-KILL", "-f", f"bin/tritonserver.*--http-port={port} ")
+    chaos.node(f"tarn-lab-{host}", "pkill", "-KILL", "-f", f"bin/tritonserver.*--http-port={port} ")
     wait_for(lambda: victim not in znodes(zk, ZK_PATH), 30, "the killed instance deregistered", 0.02)
     out = time.time() - killed
     try:
-        data, stat = wait_for(lambda: _successor(zk, port, killed), 120, "its successor registered", 0.02)
+        data, stat = wait_for(
+            lambda: _registered(zk, "http_port", port, killed), 120, "its successor registered", 0.02
+        )
     except BaseException:  # what YARN says of the service, for the log
         print(json.dumps(service.rm.service(SERVICE), indent=1)[:6000])
         raise
@@ -278,7 +274,9 @@ def drain_and_undrain(service: Service, zk: KazooClient, name: str) -> float:
     count = served(_record(service, name))  # Knox no longer sends it anything
     undrained = time.time()
     assert service.delete(f"/instances/{name}/drain").status_code == 200
-    data, stat = wait_for(lambda: _registered(zk, name, undrained), 30, f"{name} registered again", 0.02)
+    data, stat = wait_for(
+        lambda: _registered(zk, "instance", name, undrained), 30, f"{name} registered again", 0.02
+    )
     record = json.loads(data)
     wait_for(lambda: _served_or_zero(record) > count, 30, f"{name} serving through Knox again", 0.02)
     return time.time() - float(stat.created)
@@ -339,9 +337,12 @@ def _record(service: Service, name: str) -> dict[str, Any]:
     return next(i for i in instances if i["instance"] == name)
 
 
-def _registered(zk: KazooClient, name: str, since: float) -> tuple[bytes, Any] | None:
+def _registered(zk: KazooClient, key: str, value: object, since: float) -> tuple[bytes, Any] | None:
+    """The znode whose JSON has ``key`` = ``value``, created after ``since``: a re-registration,
+    or a killed instance's successor (YARN may relaunch it under the same container id, so the
+    znode's name may be the victim's)."""
     for data, stat in znodes(zk, ZK_PATH).values():
-        if json.loads(data)["instance"] == name and stat.created > since:
+        if json.loads(data)[key] == value and stat.created > since:
             return data, stat
     return None
 
@@ -351,20 +352,11 @@ def _two(zk: KazooClient) -> dict[str, Any] | None:
     return found if len(found) == 2 else None
 
 
-def _successor(zk: KazooClient, port: int, since: float) -> tuple[bytes, Any] | None:
-    """The instance on ``port`` registered after ``since``: YARN may relaunch the killed
-    container under its own id, so the znode's name may be the victim's."""
-    for data, stat in znodes(zk, ZK_PATH).values():
-        if json.loads(data)["http_port"] == port and stat.created > since:
-            return data, stat
-    return None
-
-
 def test_a_zookeeper_restart_costs_no_request_through_knox(service: Service) -> None:
     zk = KazooClient(hosts=f"{LAB_MASTER}:2181")
     with knox_load() as load:
         time.sleep(2)
-        on("tarn-lab-master", "systemctl", "restart", "zookeeper")
+        chaos.restart_zookeeper()
         zk.start(timeout=30)
         wait_for(lambda: _two(zk), 60, "both instances registered again", 0.1)
         time.sleep(3)
