@@ -336,7 +336,14 @@ def _static(src: str, dest: str) -> JSON:
 
 def _triton_docker_env(config: TarnConfig) -> dict[str, str]:
     reads = (config.model_repository, config.secrets)
-    return _docker_env(config, privileged=config.docker_privileged, ports=config.docker_ports, reads=reads)
+    env = _docker_env(config, privileged=config.docker_privileged, ports=config.docker_ports, reads=reads)
+    if env and config.tp * config.pp > 1:
+        # The ranks of a world share the container (one IPC namespace: no --ipc=host, which YARN
+        # cannot pass anyway). NCCL and the Python backend's stubs need more shared memory than
+        # Docker's 64 MiB /dev/shm, and YARN has no --shm-size: a tmpfs on /dev/shm replaces
+        # Docker's, private to the container and counted in its memory (--memory-mb).
+        env["YARN_CONTAINER_RUNTIME_DOCKER_TMPFS_MOUNTS"] = "/dev/shm"  # noqa: S108 - a mount point, not a file
+    return env
 
 
 def _docker_env(

@@ -60,6 +60,11 @@ CASES = [
     ("port out of range", [*GOOD, "--metrics-port", "70000"], "--metrics-port"),
     ("tp below 1", [*GOOD, "--tp", "0"], "--tp"),
     ("pp below 1", [*GOOD, "--pp", "0"], "--pp"),
+    (
+        "GPUs below tp x pp",
+        [*GOOD, "--tp", "2", "--pp", "2", "--gpus-per-instance", "2"],
+        "--gpus-per-instance",
+    ),
     ("unknown repository scheme", replace("--model-repository", "s3://bucket/models"), "--model-repository"),
     ("relative repository", replace("--model-repository", "models"), "--model-repository"),
     ("shell metacharacter in path", replace("--model-repository", "/models;rm -rf /"), "--model-repository"),

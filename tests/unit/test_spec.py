@@ -90,6 +90,22 @@ def test_docker_runtime(name: str) -> None:
     assert "YARN_CONTAINER_RUNTIME_DOCKER_RUN_PRIVILEGED_CONTAINER" not in env
 
 
+SHM = "/dev/shm"  # noqa: S108 - the mount point the spec names
+
+
+@pytest.mark.parametrize(("argv", "tmpfs"), [((), None), (("--tp", "2"), SHM), (("--pp", "2"), SHM)])
+def test_a_docker_world_gets_a_private_dev_shm(argv: tuple[str, ...], tmpfs: str | None) -> None:
+    spec = spec_of(*argv)
+    assert (
+        component(spec, TRITON)["configuration"]["env"].get("YARN_CONTAINER_RUNTIME_DOCKER_TMPFS_MOUNTS")
+        == tmpfs
+    )
+    assert (
+        "YARN_CONTAINER_RUNTIME_DOCKER_TMPFS_MOUNTS"
+        not in component(spec, CONTROLLER)["configuration"]["env"]
+    )
+
+
 @pytest.mark.parametrize("name", [CONTROLLER, TRITON])
 def test_process_runtime_has_no_artifact_and_no_docker_variables(name: str) -> None:
     part = component(spec_of("--runtime", "process", "--docker-privileged"), name)

@@ -47,6 +47,16 @@ class FakeRM:
                 found["state"] = "STABLE"
         return copy.deepcopy(found) if found else None
 
+    def nodes(self) -> list[dict[str, Any]]:
+        """One NodeManager with 8 GPUs, as /ws/v1/cluster/nodes shows it."""
+        resources = [{"name": "memory-mb", "value": 65536}, {"name": "yarn.io/gpu", "value": 8}]
+        return [
+            {
+                "state": "RUNNING",
+                "totalResource": {"resourceInformations": {"resourceInformation": resources}},
+            }
+        ]
+
     def create_service(self, spec: dict[str, Any]) -> dict[str, Any]:
         self.calls.append(("create", spec["name"]))
         self.services[spec["name"]] = running(spec)
