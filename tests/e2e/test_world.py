@@ -2,7 +2,8 @@
 
 The world becomes READY only with both ranks running and infers through rank 0's ports; killing
 rank 1 stops the whole world, YARN starts the instance again, and no process of the old world is
-left on the node. A world larger than any node's GPUs is refused before anything is submitted.
+left on the node, nor once the service is destroyed. A world larger than any node's GPUs is
+refused before anything is submitted.
 """
 
 from __future__ import annotations
@@ -118,9 +119,16 @@ def test_a_two_rank_cpu_world_serves_and_stops_whole_when_a_rank_dies(rm: Resour
         for worker in ("worker1", "worker2"):  # no orphan of the old world anywhere
             stray = world_pids(worker, container) if str(again["container"]) != container else {}
             assert not any(stray.values()), stray
-        print(
-            f"rank 1 killed: old world gone after {gone_after:.1f} s, READY again after {ready_after:.1f} s"
-        )
+        print(f"rank 1 killed: old world gone in {gone_after:.1f} s, READY again in {ready_after:.1f} s")
+
+        # Stopped by YARN (SIGTERM, then SIGKILL to mpirun's group): still nothing left behind.
+        last_host, last = str(again["host"]), str(again["container"])
+        stopped = tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
+        assert stopped.returncode == 0, stopped.stderr
+        wait_for(
+            lambda: not any(world_pids(last_host, last).values()),
+            timeout=60, what="no process of the world left once the service is destroyed", every=1,
+        )  # fmt: skip
     finally:
         tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
 

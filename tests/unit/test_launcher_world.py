@@ -130,13 +130,32 @@ def test_a_rank_never_ends_with_zero(returncode: int, status: int) -> None:
 # ---- the rank wrapper, real processes
 
 
+def rank_code(world_dir: Path, r: int, size: int, *command: str, wait: float = 30.0) -> str:
+    argv = ["rank", "--world-dir", str(world_dir), "--rank", str(r), "--size", str(size)]
+    argv += ["--wait-seconds", str(wait), "--", *command]
+    return f"import sys; from tarn.stdlib.launcher.main import main; sys.exit(main({argv!r}))"
+
+
 def start_rank(
     world_dir: Path, r: int, size: int, *command: str, wait: float = 30.0
 ) -> subprocess.Popen[bytes]:
-    argv = ["rank", "--world-dir", str(world_dir), "--rank", str(r), "--size", str(size)]
-    argv += ["--wait-seconds", str(wait), "--", *command]
-    code = f"import sys; from tarn.stdlib.launcher.main import main; sys.exit(main({argv!r}))"
-    return subprocess.Popen([sys.executable, "-c", code])
+    return subprocess.Popen([sys.executable, "-c", rank_code(world_dir, r, size, *command, wait=wait)])
+
+
+def gone(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().split()[2] == "Z"
+    except OSError:
+        return True
+
+
+def read_pids(*files: Path) -> list[int]:
+    deadline = time.monotonic() + 10
+    while not all(f.exists() and f.read_text().strip() for f in files):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    return [int(f.read_text()) for f in files]
 
 
 def test_rank_0_starts_its_command_only_when_every_rank_is_up(tmp_path: Path) -> None:
@@ -175,14 +194,28 @@ def test_a_rank_whose_command_is_killed_ends_with_the_signal_status(tmp_path: Pa
 def test_a_killed_wrapper_takes_its_command_along(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     wrapper = start_rank(tmp_path, 1, 2, "sh", "-c", f"echo $$ > {pid_file}; exec sleep 60")
-    deadline = time.monotonic() + 10
-    while not pid_file.exists() or not pid_file.read_text().strip():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    child = int(pid_file.read_text())
+    (child,) = read_pids(pid_file)
     wrapper.kill()  # SIGKILL: no handler runs; PR_SET_PDEATHSIG kills the command
     wrapper.wait(10)
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{child}").exists() and Path(f"/proc/{child}/stat").read_text().split()[2] != "Z":
+    while not gone(child):
         assert time.monotonic() < deadline, "the rank's command outlived its wrapper"
+        time.sleep(0.05)
+
+
+def test_a_killed_mpirun_takes_the_wrapper_and_its_command_along(tmp_path: Path) -> None:
+    pid_file, wrapper_file = tmp_path / "pid", tmp_path / "wrapper"
+    command = ("sh", "-c", f"echo $$ > {pid_file}; echo $PPID > {wrapper_file}; exec sleep 60")
+    code = rank_code(tmp_path, 1, 2, *command)
+    # Stands in for mpirun: starts the wrapper in a process group of its own, then is killed.
+    starter = (
+        f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {code!r}], process_group=0)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", f"{starter}; time.sleep(60)"])
+    child, wrapper = read_pids(pid_file, wrapper_file)
+    parent.kill()
+    parent.wait(10)
+    deadline = time.monotonic() + 10
+    while not (gone(wrapper) and gone(child)):
+        assert time.monotonic() < deadline, "a rank outlived mpirun"
         time.sleep(0.05)

@@ -5,8 +5,9 @@ mpirun starts this wrapper once per rank (see :mod:`tarn.stdlib.launcher.world`)
 - marks the rank as up (a file in the world directory), and on rank 0 waits until every rank is
   up before Triton starts: the instance's ports open, and YARN's readiness check can pass, only
   when the whole world runs;
-- runs Triton as its child, which the kernel kills if this wrapper dies (PR_SET_PDEATHSIG), so
-  no rank outlives its world; a signal to the wrapper is passed on to Triton;
+- runs Triton as its child, which the kernel kills if this wrapper dies, as it kills the wrapper
+  if mpirun dies (PR_SET_PDEATHSIG), so no rank outlives its world; a signal to the wrapper is
+  passed on to Triton;
 - ends non-zero when its Triton ends, even with 0: a rank never ends on its own while its world
   serves, so mpirun stops every other rank and YARN restarts the instance.
 """
@@ -83,6 +84,12 @@ def _die_with_parent() -> None:
 def main(argv: Sequence[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s tarn-launcher %(levelname)s %(message)s")
     args = parse_args(argv)
+    # This wrapper dies with mpirun too, even when mpirun is killed outright (YARN's SIGKILL after
+    # its stop grace), whatever process group MPI started it in; and so does its Triton, below.
+    parent = os.getppid()
+    _die_with_parent()
+    if os.getppid() != parent:  # mpirun died before the line above took effect
+        return 1
     env = dict(os.environ, TARN_RANK=str(args.rank))
     if args.gpu is not None:
         env["TARN_RANK_GPU"] = args.gpu
