@@ -13,6 +13,9 @@ import requests
 from tarn.errors import ClusterError
 
 JSON = dict[str, Any]
+READY_PATH = "/v2/health/ready"
+METRICS_PATH = "/metrics"  # on the metrics port
+INDEX_PATH = "/v2/repository/index"
 
 
 class Triton:
@@ -26,16 +29,14 @@ class Triton:
     ) -> None:
         """``session``: share one connection pool among many instances (the controller does)."""
         self._http = f"http://{host}:{http_port}"
-        self._metrics = f"http://{host}:{metrics_port}/metrics"
+        self._metrics = f"http://{host}:{metrics_port}{METRICS_PATH}"
         self._timeout = timeout
         self._session = session or requests.Session()
 
     def ready(self) -> bool:
         """/v2/health/ready answers 200: a refused or slow connection is simply not ready."""
         try:
-            return (
-                self._session.get(f"{self._http}/v2/health/ready", timeout=self._timeout).status_code == 200
-            )
+            return self._session.get(f"{self._http}{READY_PATH}", timeout=self._timeout).status_code == 200
         except requests.RequestException:
             return False
 
@@ -45,7 +46,7 @@ class Triton:
 
     def repository_index(self) -> list[JSON]:
         """Every model of the repository with its state (READY, UNAVAILABLE, …)."""
-        index: list[JSON] = self._json("POST", "/v2/repository/index", {})
+        index: list[JSON] = self._json("POST", INDEX_PATH, {})
         return index
 
     def model_config(self, model: str) -> JSON:

@@ -6,16 +6,16 @@ instance costs at most that deadline and never stalls the loop.
 
 from __future__ import annotations
 
+import http.client
+import json
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
-import requests
-import requests.adapters
-
-from tarn.clients.triton import Triton
+from tarn.clients.pooled_http import PooledHttp
+from tarn.clients.triton import INDEX_PATH, METRICS_PATH, READY_PATH
 from tarn.controller.signals import TritonSample, parse_triton_metrics
 from tarn.errors import TarnError
 from tarn.spec import TRITON, component_of, instance_number
@@ -132,12 +132,9 @@ class Scraper:
         self, workers: int = 32, timeout: float = 1.0, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scrape")
-        self._session = requests.Session()
-        # Scrapes go straight to the instances: no proxy from the environment (reading it on
-        # every request was also most of a 1,000-instance tick).
-        self._session.trust_env = False
-        adapter = requests.adapters.HTTPAdapter(pool_connections=workers, pool_maxsize=workers)
-        self._session.mount("http://", adapter)
+        # Straight to the instances (no proxy), on kept-alive connections, without requests'
+        # per-call overhead: at 1,000 instances that overhead was most of a tick.
+        self._http = PooledHttp(connect_timeout=timeout / 2, read_timeout=timeout)
         self._timeout = timeout
         self._clock = clock
 
@@ -159,27 +156,38 @@ class Scraper:
         return results
 
     def _scrape(self, container: Container, with_models: bool) -> Scrape:
-        triton = Triton(
-            container.ip,
-            container.http_port,
-            container.metrics_port,
-            timeout=(self._timeout / 2, self._timeout),
-            session=self._session,
-        )
-        if not triton.ready():
+        if not self._ready(container):
             return Scrape(False, None, None, "not ready")
         try:
-            sample = parse_triton_metrics(triton.metrics(), self._clock())
+            status, text = self._http.request("GET", container.ip, container.metrics_port, METRICS_PATH)
+            if status != 200:
+                return Scrape(True, None, None, f"metrics: answered {status}")
+            sample = parse_triton_metrics(text.decode(), self._clock())
+        except (OSError, http.client.HTTPException) as exc:
+            return Scrape(True, None, None, f"metrics: {exc.__class__.__name__}")
         except (TarnError, ValueError) as exc:
             return Scrape(True, None, None, f"metrics: {exc}")
         models = None
         if with_models:
             try:
-                index = triton.repository_index()
-                models = tuple(sorted(m["name"] for m in index if m.get("state") == "READY"))
-            except (TarnError, ValueError, KeyError):
+                status, body = self._http.request(
+                    "POST", container.ip, container.http_port, INDEX_PATH, b"{}"
+                )
+                if status == 200:
+                    index = json.loads(body)
+                    models = tuple(sorted(m["name"] for m in index if m.get("state") == "READY"))
+            except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError, AttributeError):
                 models = None
         return Scrape(True, sample, models)
 
+    def _ready(self, container: Container) -> bool:
+        """/v2/health/ready answers 200: a refused or slow connection is simply not ready."""
+        try:
+            status = self._http.request("GET", container.ip, container.http_port, READY_PATH)[0]
+        except (OSError, http.client.HTTPException):
+            return False
+        return status == 200
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._http.close()
