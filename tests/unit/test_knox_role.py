@@ -249,10 +249,12 @@ def properties(xml: str) -> dict[str, str]:
     return {p.findtext("name") or "": p.findtext("value") or "" for p in root.findall("property")}
 
 
-def test_gateway_site_is_the_gateway_home_one_plus_the_listen_address() -> None:
+def test_gateway_site_is_the_gateway_home_one_plus_the_listen_address_and_no_port_mapping() -> None:
     mine = properties(render("gateway-site.xml.j2", templar()))
     seed = properties(SEED_GATEWAY_SITE.read_text())
-    assert mine == {**seed, "gateway.host": "0.0.0.0"}  # noqa: S104 - the rendered default, not a bind
+    # port mapping off: it scans the whole configuration with a regex on every request
+    expected = {**seed, "gateway.host": "0.0.0.0", "gateway.port.mapping.enabled": "false"}  # noqa: S104
+    assert mine == expected
 
 
 def test_gateway_site_takes_the_port_and_extra_properties() -> None:
