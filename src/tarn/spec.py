@@ -337,7 +337,7 @@ def _static(src: str, dest: str) -> JSON:
 def _triton_docker_env(config: TarnConfig) -> dict[str, str]:
     reads = (config.model_repository, config.secrets)
     env = _docker_env(config, privileged=config.docker_privileged, ports=config.docker_ports, reads=reads)
-    if env and config.tp * config.pp > 1:
+    if env and config.world_size > 1:
         # The ranks of a world share the container (one IPC namespace: no --ipc=host, which YARN
         # cannot pass anyway). NCCL and the Python backend's stubs need more shared memory than
         # Docker's 64 MiB /dev/shm, and YARN has no --shm-size: a tmpfs on /dev/shm replaces

@@ -12,6 +12,8 @@ import http.client
 import threading
 from collections import defaultdict
 
+# What a request without an answer raises (refused, timed out, reset, not HTTP).
+NO_ANSWER = (OSError, http.client.HTTPException)
 # What a reused connection the server closed meanwhile raises on the next request.
 _STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, http.client.BadStatusLine)
 
@@ -29,7 +31,7 @@ class PooledHttp:
     def request(
         self, method: str, host: str, port: int, path: str, body: bytes | None = None
     ) -> tuple[int, bytes]:
-        """Status and body; OSError or http.client.HTTPException when there is no answer."""
+        """Status and body; one of NO_ANSWER when there is none."""
         key = (host, port)
         connection = self._take(key)
         if connection is not None:

@@ -25,13 +25,11 @@ class Triton:
         http_port: int = 8000,
         metrics_port: int = 8002,
         timeout: float | tuple[float, float] = 5.0,
-        session: requests.Session | None = None,
     ) -> None:
-        """``session``: share one connection pool among many instances (the controller does)."""
         self._http = f"http://{host}:{http_port}"
         self._metrics = f"http://{host}:{metrics_port}{METRICS_PATH}"
         self._timeout = timeout
-        self._session = session or requests.Session()
+        self._session = requests.Session()
 
     def ready(self) -> bool:
         """/v2/health/ready answers 200: a refused or slow connection is simply not ready."""

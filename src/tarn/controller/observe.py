@@ -6,7 +6,6 @@ instance costs at most that deadline and never stalls the loop.
 
 from __future__ import annotations
 
-import http.client
 import json
 import time
 from collections.abc import Callable
@@ -14,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tarn.clients.pooled_http import PooledHttp
+from tarn.clients.pooled_http import NO_ANSWER, PooledHttp
 from tarn.clients.triton import INDEX_PATH, METRICS_PATH, READY_PATH
 from tarn.controller.signals import TritonSample, parse_triton_metrics
 from tarn.errors import TarnError
@@ -163,7 +162,7 @@ class Scraper:
             if status != 200:
                 return Scrape(True, None, None, f"metrics: answered {status}")
             sample = parse_triton_metrics(text.decode(), self._clock())
-        except (OSError, http.client.HTTPException) as exc:
+        except NO_ANSWER as exc:
             return Scrape(True, None, None, f"metrics: {exc.__class__.__name__}")
         except (TarnError, ValueError) as exc:
             return Scrape(True, None, None, f"metrics: {exc}")
@@ -176,7 +175,7 @@ class Scraper:
                 if status == 200:
                     index = json.loads(body)
                     models = tuple(sorted(m["name"] for m in index if m.get("state") == "READY"))
-            except (OSError, http.client.HTTPException, ValueError, KeyError, TypeError, AttributeError):
+            except (*NO_ANSWER, ValueError, KeyError, TypeError, AttributeError):
                 models = None
         return Scrape(True, sample, models)
 
@@ -184,7 +183,7 @@ class Scraper:
         """/v2/health/ready answers 200: a refused or slow connection is simply not ready."""
         try:
             status = self._http.request("GET", container.ip, container.http_port, READY_PATH)[0]
-        except (OSError, http.client.HTTPException):
+        except NO_ANSWER:
             return False
         return status == 200
 

@@ -33,7 +33,7 @@ def gpu_shortfall(config: TarnConfig, capacities: Sequence[int]) -> str | None:
     needed = config.gpus
     if needed == 0 or not capacities or max(capacities) >= needed:
         return None
-    world = config.tp * config.pp
+    world = config.world_size
     flags = "--gpus-per-instance" if needed > world else f"--tp {config.tp} --pp {config.pp}"
     return (
         f"{flags}: an instance needs {needed} yarn.io/gpu on one node, and the NodeManagers offer at "

@@ -329,9 +329,14 @@ class TarnConfig:
     )  # fmt: skip
 
     @property
+    def world_size(self) -> int:
+        """Triton ranks of one instance: tp x pp."""
+        return self.tp * self.pp
+
+    @property
     def gpus(self) -> int:
         """yarn.io/gpu per Triton instance: tp x pp unless overridden."""
-        return self.tp * self.pp if self.gpus_per_instance is None else self.gpus_per_instance
+        return self.world_size if self.gpus_per_instance is None else self.gpus_per_instance
 
     @property
     def env_vars(self) -> dict[str, str]:
@@ -685,7 +690,7 @@ def _check_parallelism(c: TarnConfig) -> None:
     for flag, value in (("--tp", c.tp), ("--pp", c.pp)):
         if value < 1:
             _fail(flag, f"{value} is less than 1", "give 1 or more GPUs")
-    world = c.tp * c.pp
+    world = c.world_size
     if c.gpus_per_instance is not None and not (c.gpus_per_instance == 0 or c.gpus_per_instance >= world):
         _fail(
             "--gpus-per-instance",
