@@ -111,6 +111,14 @@ def container_log(worker: str, container_id: str) -> str:
     return done.stdout
 
 
+def models_on_every_worker(local: str) -> None:
+    """examples/model_repository at ``local`` on each worker, readable by the YARN user."""
+    for worker in WORKERS:
+        subprocess.run(["podman", "exec", worker, "rm", "-rf", local], check=True)
+        subprocess.run(["podman", "cp", str(MODELS), f"{worker}:{local}"], check=True)
+        subprocess.run(["podman", "exec", worker, "chmod", "-R", "a+rX", local], check=True)
+
+
 @pytest.fixture(scope="module")
 def hdfs_models(hdfs: WebHdfsClient) -> Iterator[str]:
     remote = f"/user/{LAB_USER}/e2e-models-{uuid.uuid4().hex[:8]}"
@@ -145,7 +153,7 @@ def test_models_from_hdfs_with_secrets(
         )
         assert sorted(r["host"] for r in rows) == ["worker1", "worker2"]
         infer_everywhere(rows, "HUGGING_FACE_HUB_TOKEN=set", "FOO=set", "TARN_NOT_SET=unset")
-        for row in rows:  # TARN's own Triton client, as the controller will use it
+        for row in rows:  # TARN's own Triton client (model commands), and the metrics it exposes
             triton = Triton(str(row["host"]))
             assert triton.ready()
             index = {m["name"]: m["state"] for m in triton.repository_index()}
@@ -193,10 +201,7 @@ def test_models_from_hdfs_with_secrets(
 def test_models_from_a_local_path(rm: ResourceManager) -> None:
     # Stands in for the HDFS NFS gateway mounted on every NodeManager at the same path.
     local = "/srv/tarn-models"
-    for worker in WORKERS:
-        subprocess.run(["podman", "exec", worker, "rm", "-rf", local], check=True)
-        subprocess.run(["podman", "cp", str(MODELS), f"{worker}:{local}"], check=True)
-        subprocess.run(["podman", "exec", worker, "chmod", "-R", "a+rX", local], check=True)
+    models_on_every_worker(local)
     name = f"e2e-local-{uuid.uuid4().hex[:6]}"
     try:
         done = tarn(

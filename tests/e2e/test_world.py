@@ -17,18 +17,16 @@ from typing import Any
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
 
+from . import test_chaos as chaos
 from .conftest import LAB_USER, wait_for
-from .test_tarn_service import CLUSTER, MODELS, ROOT, WORKERS, ready_instances, tarn
+from .test_tarn_service import CLUSTER, ROOT, models_on_every_worker, ready_instances, tarn
 
 PORTS = ["--port", "8100", "--grpc-port", "8101", "--metrics-port", "8102"]  # beside the lab's own service
 LOCAL_MODELS = "/srv/tarn-world-models"
 
 
 def on(worker: str, *command: str) -> str:
-    done = subprocess.run(
-        ["podman", "exec", f"tarn-lab-{worker}", *command], capture_output=True, text=True, check=False
-    )
-    return done.stdout
+    return chaos.node(f"tarn-lab-{worker}", *command, check=False)
 
 
 def world_pids(worker: str, container_id: str) -> dict[str, set[int]]:
@@ -69,10 +67,7 @@ def one_ready(rm: ResourceManager, name: str) -> dict[str, Any] | None:
 
 
 def test_a_two_rank_cpu_world_serves_and_stops_whole_when_a_rank_dies(rm: ResourceManager) -> None:
-    for worker in WORKERS:
-        subprocess.run(["podman", "exec", worker, "rm", "-rf", LOCAL_MODELS], check=True)
-        subprocess.run(["podman", "cp", str(MODELS), f"{worker}:{LOCAL_MODELS}"], check=True)
-        subprocess.run(["podman", "exec", worker, "chmod", "-R", "a+rX", LOCAL_MODELS], check=True)
+    models_on_every_worker(LOCAL_MODELS)
     name = f"e2e-world-{uuid.uuid4().hex[:6]}"
     try:
         done = tarn(
