@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tarn.stdlib import jceks
 from tarn.stdlib.jceks import (
     HADOOP_DEFAULT_PASSWORD,
     JceksError,
@@ -238,6 +239,17 @@ def test_key_password_different_from_store_password(tmp_path: Path) -> None:
     with pytest.raises(JceksError, match=r"'tarn\.env\.other'.*key password differs") as caught:
         read_secret_entries(path.read_bytes(), STORE_PASSWORD)
     assert_secrets_absent(caught.value, secrets)
+
+
+@requires_keytool
+def test_wrong_key_that_happens_to_pass_the_padding_check(
+    keytool_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # About one wrong key in 256 decrypts to bytes whose last byte is 0x01 (valid PKCS#5 padding);
+    # a CI run once drew one. Such plaintext is not a serialization stream and must read the same.
+    monkeypatch.setattr(jceks, "des_ede3_cbc_decrypt", lambda key, iv, data: b"\x9c" * 15 + b"\x01")
+    with pytest.raises(JceksError, match="key password differs"):
+        read_secret_entries(keytool_store.read_bytes(), STORE_PASSWORD)
 
 
 def _integrity_digest(body: bytes, password: str) -> bytes:
