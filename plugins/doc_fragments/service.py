@@ -134,6 +134,12 @@ options:
     description:
       - "Most Triton instances. CLI default C(4)."
     type: int
+  scale_to_zero_after:
+    description:
+      - "Seconds without a request after which the last Triton instance is drained and removed."
+      - "Its GPUs go back to YARN. C(0) (the default): never. Needs O(min_instances=0)."
+      - "While no instance runs, the activator beside HAProxy holds requests and wakes the service."
+    type: int
   cooldown:
     description:
       - "Milliseconds between two scaling actions. CLI default C(60000)."

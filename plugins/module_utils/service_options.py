@@ -39,6 +39,7 @@ SERVICE_OPTIONS = {
     'scale_down': ({'type': 'float'}, '--scale-down'),
     'min_instances': ({'type': 'int'}, '--min-instances'),
     'max_instances': ({'type': 'int'}, '--max-instances'),
+    'scale_to_zero_after': ({'type': 'int'}, '--scale-to-zero-after'),
     'cooldown': ({'type': 'int'}, '--cooldown'),
     'tick_seconds': ({'type': 'float'}, '--tick-seconds'),
     'concurrency_per_instance': ({'type': 'float'}, '--concurrency-per-instance'),

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tarn import service
+from tarn.activator import command as activator_command
 from tarn.errors import ConfigError, TarnError
 from tarn.haproxy import command as haproxy_command
 from tarn.stdlib.api_token import read_token
@@ -63,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     scale.add_argument("--token-file", help="a file holding the controller's API token")
     sync = commands.add_parser("haproxy-sync", help="keep HAProxy's backend slots on the Triton instances")
     haproxy_command.add_arguments(sync)
+    activator = commands.add_parser("activator", help="hold requests while no Triton instance is ready")
+    activator_command.add_arguments(activator)
     return parser
 
 
@@ -163,6 +166,7 @@ COMMANDS = {
     "stop": stop,
     "destroy": destroy,
     "haproxy-sync": haproxy_command.haproxy_sync,
+    "activator": activator_command.activator_command,
 }
 
 

@@ -112,6 +112,50 @@ def test_after_a_restart_the_target_is_kept_for_a_cooldown() -> None:
     assert decision.target == 3
 
 
+ZERO = Policy(
+    scale_up=0.8, scale_down=0.2, min_instances=0, max_instances=6, cooldown_s=60, up_ticks=2, down_ticks=3,
+    scale_to_zero_after_s=300,
+)  # fmt: skip
+
+
+def idle(target: int, idle_s: float, *loads: float | None, held: int = 0) -> Observation:
+    return Observation(target=target, ready=target, loads=tuple(loads), held=held, idle_s=idle_s)
+
+
+ZERO_CASES = [
+    # id, state, observation, expected target, direction
+    ("idle for the grace goes to zero", ScalerState(LONG_AGO), idle(1, 300, 0.0), 0, "down"),
+    ("idle several go to zero together", ScalerState(LONG_AGO), idle(3, 301, 0.0, 0.0, 0.0), 0, "down"),
+    ("idle but not long enough holds", ScalerState(LONG_AGO, below=9), idle(1, 299, 0.0), 1, "hold"),
+    ("low load never reaches zero", ScalerState(LONG_AGO, below=9), idle(3, 10, 0.0, 0.0, 0.0), 1, "down"),
+    ("at one, low load holds", ScalerState(LONG_AGO, below=9), idle(1, 10, 0.0), 1, "hold"),
+    ("idle with held requests stays", ScalerState(LONG_AGO), idle(1, 999, None, held=3), 1, "hold"),
+    ("idle goes even in cooldown", ScalerState(-5.0), idle(2, 400, 0.0, 0.0), 0, "down"),
+    ("at zero without demand holds", ScalerState(LONG_AGO), idle(0, 999), 0, "hold"),
+    ("held requests wake at once", ScalerState(LONG_AGO), idle(0, 999, held=1), 1, "up"),
+    ("a wake ignores the cooldown", ScalerState(-1.0), idle(0, 0, held=50), 1, "up"),
+]
+
+
+@pytest.mark.parametrize(
+    ("state", "observation", "target", "direction"),
+    [c[1:] for c in ZERO_CASES],
+    ids=[c[0] for c in ZERO_CASES],
+)
+def test_scale_to_zero_table(
+    state: ScalerState, observation: Observation, target: int, direction: str
+) -> None:
+    decision, after = decide(state, observation, NOW, ZERO)
+    assert (decision.target, decision.direction) == (target, direction), decision.reason
+    if direction != "hold":
+        assert after == ScalerState(last_change_at=NOW)
+
+
+def test_without_a_grace_idleness_changes_nothing() -> None:
+    decision = decide(ScalerState(LONG_AGO), idle(1, 10_000, 0.0), NOW, POLICY)[0]
+    assert decision.target == 1
+
+
 @pytest.mark.parametrize(
     ("candidates", "count", "victims"),
     [

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tarn.activator.demand import Report
 from tarn.controller.loop import ControlLoop
 from tarn.controller.observe import Container, Scrape
 from tarn.controller.server import SECURITY_HEADERS, Api, serve
@@ -139,6 +140,34 @@ def test_load_scales_up_after_the_cooldown_then_idle_drains_and_decommissions() 
     assert lab.controller.snapshot.target == 2
     assert lab.rm.target == 2
     assert [e.direction for e in lab.controller.snapshot.history] == ["down", "up"]
+
+
+def test_idle_for_the_grace_drains_to_zero_and_held_requests_wake_it_at_once() -> None:
+    lab = make(instances=1, min_instances=0, scale_to_zero_after_s=20)
+    lab.scraper.inflight = {"triton-0": 1.0}  # serving: the idle clock does not run
+    lab.ticks(15)
+    assert lab.rm.calls == []
+    lab.scraper.inflight = {}
+    lab.ticks(14)  # 20 s without a request, then the drain
+    assert lab.rm.calls == [("decommission", ["triton-0"])]
+    snap = lab.controller.snapshot
+    assert (snap.target, snap.running, snap.history[0].target_to) == (0, 0, 0)
+    lab.ticks(30)
+    assert lab.rm.calls == [("decommission", ["triton-0"])]  # no request, no wake
+    lab.controller.note_demand(Report(held=50, oldest_s=0.1, at=0.0))
+    lab.ticks(1)  # one tick after the report, no cooldown
+    assert lab.rm.calls[-1] == ("flex", 1)
+    assert lab.controller.snapshot.held == 50
+    assert lab.controller.snapshot.history[0].reason.startswith("50 request(s) held")
+
+
+def test_a_stale_demand_report_wakes_nothing() -> None:
+    lab = make(instances=0, min_instances=0, scale_to_zero_after_s=20)
+    lab.controller.note_demand(Report(held=5))
+    lab.clock[0] += 11.0  # older than FRESH_S: its activator stopped reporting
+    lab.ticks(1)
+    assert lab.rm.calls == []
+    assert lab.controller.snapshot.held == 0
 
 
 def test_a_drained_instance_leaves_discovery_before_it_is_removed() -> None:

@@ -214,15 +214,15 @@ def test_bad_options_name_the_flag(given: dict[str, object], flag: str) -> None:
 
 def test_token_from_the_environment_or_a_file(tmp_path) -> None:
     options = command.options_from(namespace(controller_url="http://c:8888/"), {"TARN_TOKEN": "s3cret"})
-    assert options.token is not None
-    assert options.token.reveal() == "s3cret"
-    assert options.controller_url == "http://c:8888"
+    assert options.source.token is not None
+    assert options.source.token.reveal() == "s3cret"
+    assert options.source.controller_url == "http://c:8888"
     assert "s3cret" not in repr(options)
     token_file = tmp_path / "token"
     token_file.write_text("from-file\n")
     options = command.options_from(namespace(controller_url="http://c:8888", token_file=str(token_file)), {})
-    assert options.token is not None
-    assert options.token.reveal() == "from-file"
+    assert options.source.token is not None
+    assert options.source.token.reveal() == "from-file"
     empty = tmp_path / "empty"
     empty.write_text("\n")
     with pytest.raises(ConfigError, match=r"^--token-file"):
@@ -231,7 +231,7 @@ def test_token_from_the_environment_or_a_file(tmp_path) -> None:
 
 def test_zookeeper_options() -> None:
     options = command.options_from(namespace(zk_ensemble="zk1:2181,zk2:2181"), {})
-    assert (options.zk_ensemble, options.zk_path, options.token) == (
+    assert (options.source.zk_ensemble, options.source.zk_path, options.source.token) == (
         "zk1:2181,zk2:2181",
         "/services/triton/instances",
         None,

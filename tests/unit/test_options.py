@@ -58,6 +58,7 @@ SAMPLES: dict[str, Any] = {
     "scale_down": 0.1,
     "min_instances": 2,
     "max_instances": 3,
+    "scale_to_zero_after_s": 600,
     "cooldown_ms": 5000,
     "tick_seconds": 1.0,
     "concurrency_per_instance": 8.0,
@@ -157,5 +158,6 @@ def _companions(name: str) -> dict[str, Any]:
         "docker_ports": {"docker_network": "bridge"},
         "anti_affinity": {"port_stride": 10},
         "ranger_conf_dir": {"ranger_service": "triton_prod"},
+        "scale_to_zero_after_s": {"min_instances": 0},
     }
     return needs.get(name, {})

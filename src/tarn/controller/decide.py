@@ -10,6 +10,9 @@
 - Bounds: ``--min-instances`` ≤ target ≤ ``--max-instances``, enforced at once.
 - Missing metrics: instances without a load figure are left out of the mean; with no figure
   at all the target holds.
+- Scale to zero (``--min-instances 0`` with ``--scale-to-zero-after``): load alone never removes
+  the last instance; no request for the grace period does. Requests held by the activator bring
+  the service back from zero at once, with no breach length and no cooldown (someone is waiting).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class Policy:
     min_instances: int = default_of("min_instances")
     max_instances: int = default_of("max_instances")
     cooldown_s: float = default_of("cooldown_ms") / 1000
+    scale_to_zero_after_s: float = default_of("scale_to_zero_after_s")
     up_ticks: int = 2
     down_ticks: int = 5
 
@@ -44,11 +48,17 @@ class Policy:
             min_instances=config.min_instances,
             max_instances=config.max_instances,
             cooldown_s=config.cooldown_ms / 1000,
+            scale_to_zero_after_s=config.scale_to_zero_after_s,
         )
 
     @property
     def midpoint(self) -> float:
         return (self.scale_up + self.scale_down) / 2
+
+    @property
+    def load_floor(self) -> int:
+        """The fewest instances load-based scaling leaves: zero is for idleness alone."""
+        return max(self.min_instances, 1)
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,8 @@ class Observation:
     target: int  # the component's number_of_containers at the RM
     ready: int  # instances that answer ready (draining ones included)
     loads: tuple[float | None, ...]  # one per serving instance; None: no figure this tick
+    held: int = 0  # requests the activator holds (a fresh report), waiting for an instance
+    idle_s: float = 0.0  # seconds since the last request any instance served (or a wake)
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,19 @@ def decide(state: ScalerState, seen: Observation, now: float, policy: Policy) ->
         direction: Direction = "up" if bounded > seen.target else "down"
         reason = f"target {seen.target} outside [{policy.min_instances}, {policy.max_instances}]"
         return Decision(bounded, direction, reason, mean), ScalerState(last_change_at=now)
+
+    if seen.target == 0:
+        if seen.held:
+            target = policy.load_floor
+            reason = f"{seen.held} request(s) held by the activator: 0 -> {target}"
+            return Decision(target, "up", reason, None), ScalerState(last_change_at=now)
+        return _hold(seen, "scaled to zero; a request wakes it", None), replace(state, above=0, below=0)
+    if policy.scale_to_zero_after_s and not seen.held and seen.idle_s >= policy.scale_to_zero_after_s:
+        reason = (
+            f"no request for {seen.idle_s:.0f} s (--scale-to-zero-after {policy.scale_to_zero_after_s:g}): "
+            f"{seen.target} -> 0"
+        )
+        return Decision(0, "down", reason, mean), ScalerState(last_change_at=now)
 
     if mean is None:
         return _hold(seen, "no load figure from any instance", None), replace(state, above=0, below=0)
@@ -119,9 +144,10 @@ def decide(state: ScalerState, seen: Observation, now: float, policy: Policy) ->
         return _hold(
             seen, f"load {mean:.2f} below {policy.scale_down} for {state.below} tick(s)", mean
         ), state
-    target = max(policy.min_instances, min(seen.target - 1, wanted))
+    target = max(policy.load_floor, min(seen.target - 1, wanted))
     if target >= seen.target:
-        return _hold(seen, f"load {mean:.2f} but already at --min-instances", mean), state
+        floor = "--min-instances" if policy.min_instances else "1 (zero comes from idleness)"
+        return _hold(seen, f"load {mean:.2f} but already at {floor}", mean), state
     reason = f"load {mean:.2f} < {policy.scale_down}: {seen.target} -> {target}"
     return Decision(target, "down", reason, mean), ScalerState(last_change_at=now)
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from tarn.activator.demand import Report, held_now
 from tarn.controller.decide import (
     Candidate,
     Decision,
@@ -129,6 +130,7 @@ class Snapshot:
     zookeeper: str = "off"
     problems: tuple[str, ...] = ()
     tick_seconds: float = 0.0
+    held: int = 0  # requests an activator holds, as it last reported
     drains: dict[str, Drain] = field(default_factory=dict)  # the loop's own, never changed after publishing
 
     @property
@@ -163,6 +165,7 @@ class Counters:
     drains: int = 0
     decommissioned: int = 0
     ticks: int = 0
+    demand_reports: int = 0
 
 
 class ControlLoop:
@@ -199,6 +202,8 @@ class ControlLoop:
         self._lock = threading.Lock()
         self._published = threading.Condition(self._lock)
         self._requests: list[Request] = []
+        self._wake = threading.Event()  # set: tick now (demand, stop)
+        self._demand: tuple[Report | None, float] = (None, -1e9)  # the last report, when received
         self._snapshot = Snapshot(service=config.service_name)
         self._memory: Memory | None = None  # what ZooKeeper holds; None until read back
 
@@ -228,6 +233,18 @@ class ControlLoop:
             self._requests.append(Request(instance, self._clock(), drain=False))
             return True
 
+    def note_demand(self, report: Report | None) -> None:
+        """An activator's report (tarn.activator.demand); one holding requests wakes the loop at once."""
+        with self._lock:
+            self._demand = (report, self._clock())
+            self.counters.demand_reports += 1
+        if report is not None and report.held:
+            self._wake.set()
+
+    def wake(self) -> None:
+        """Tick now instead of at the end of the period (a demand, a stop)."""
+        self._wake.set()
+
     def wait_for(self, done: Callable[[Snapshot], bool], timeout: float) -> bool:
         """Block until a published snapshot satisfies ``done`` (or ``timeout`` seconds pass)."""
         with self._published:
@@ -241,7 +258,8 @@ class ControlLoop:
                 self.tick()
             except Exception:  # the loop must outlive any one bad tick
                 log.exception("tick failed")
-            stop.wait(max(0.0, self.tick_s - (self._clock() - began)))
+            self._wake.wait(max(0.0, self.tick_s - (self._clock() - began)))
+            self._wake.clear()
 
     def tick(self) -> Snapshot:
         began = self._clock()
@@ -288,6 +306,7 @@ class ControlLoop:
             zookeeper=zookeeper,
             problems=tuple(problems),
             tick_seconds=self._clock() - began,
+            held=self._held(now),
             drains=dict(self._drains),
         )
         self._remember_all(problems)
@@ -474,6 +493,8 @@ class ControlLoop:
             target=target,
             ready=sum(1 for v in views if v.state in ("READY", "DRAINING")),
             loads=tuple(v.load.value if v.load else None for v in serving),
+            held=self._held(now),
+            idle_s=now - self._last_activity(),
         )
         decision, self._scaler = decide(self._scaler, seen, now, self.policy)
         if decision.target > target:
@@ -489,6 +510,18 @@ class ControlLoop:
             log.info("draining %s before scaling down: %s", ", ".join(victims), decision.reason)
             self._remember(decision, target)
         return decision
+
+    def _held(self, now: float) -> int:
+        with self._lock:
+            report, received = self._demand
+        return held_now(report, received, now)
+
+    def _last_activity(self) -> float:
+        """The latest of: a request served, a demand report, a scaling action (each resets the idle clock)."""
+        with self._lock:
+            demand_at = self._demand[1]
+        served = (t.last_activity for t in self._tracked.values())
+        return max(demand_at, self._scaler.last_change_at, *served)
 
     def _finish_drains(self, target: int, problems: list[str]) -> int:
         done = list(self._idle_removals)

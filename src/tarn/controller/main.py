@@ -53,6 +53,8 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
         log.warning("no --zk-ensemble: instances are listed by /instances only")
     scraper = Scraper(timeout=min(1.0, config.tick_seconds / 2))
     controller = ControlLoop(config, rm, registry, scraper)
+    if registry is not None:
+        registry.watch_demand(controller.note_demand)
     refresher = None if ranger is None else start_ranger(ranger)
     audit = None if ranger is None or not ranger.audit.on else start_audit(ranger, user, environ)
     authorizer = None if refresher is None else Authorizer(lambda: refresher.state, audit=audit)
@@ -66,6 +68,7 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
+        controller.wake()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tarn.activator.demand import Report, demand_path, parse_report
 from tarn.controller.memory import memory_path
 
 log = logging.getLogger("tarn.controller.registry")
@@ -101,6 +102,22 @@ class Registry:
             self._client.set(self._memory, data)
         else:
             self._client.create(self._memory, data, makepath=True)
+
+    def watch_demand(self, on_report: Callable[[Report | None], None]) -> None:
+        """Call ``on_report`` with each new activator report in ``<--zk-path>.demand`` (kazoo's
+        thread). The report found at start is skipped: it may be old, and an activator that holds
+        requests now rewrites it within a second."""
+        from kazoo.recipe.watchers import DataWatch
+
+        first = [True]
+
+        def changed(data: bytes | None, stat: object) -> None:
+            if first[0]:
+                first[0] = False
+                return
+            on_report(parse_report(data))
+
+        DataWatch(self._client, demand_path(self._path), changed)
 
     def detach(self) -> int:
         """A controller that stops leaves its znodes to its session: the process exits without

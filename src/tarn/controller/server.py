@@ -9,6 +9,7 @@
 | /dashboard | GET | yes, ?token= too | HTML |
 | /config | GET | yes | the configuration, secrets redacted |
 | /authorize | GET | yes | ``true`` / ``false`` (text/plain): may ``user`` do ``action`` on ``model`` |
+| /wake | POST | yes | an activator's report (``?held=N&oldest_s=S``): held requests wake a service at zero |
 
 ``/authorize?model=&action=infer|metadata|list&user=``: ``user`` defaults to the requester (the
 X-TARN-User header). With ``--ranger-service`` the models /instances and /dashboard show are
@@ -33,6 +34,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tarn.activator.demand import Report
 from tarn.controller.dashboard import render_dashboard
 from tarn.controller.loop import ControlLoop, Snapshot
 from tarn.controller.metrics import metrics_registry, render
@@ -224,6 +226,10 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
                 if method == "DELETE":
                     return set(), True, lambda q: _undrain(api.controller, name)
                 return set(), False, lambda q: _method_not_allowed()
+            if path == "/wake":
+                if method == "POST":
+                    return {"held", "oldest_s"}, True, lambda q: _wake(api.controller, q)
+                return set(), False, lambda q: _method_not_allowed()
             client = str(self.client_address[0])  # Ranger's audit cliIP
             routes: dict[str, tuple[set[str], bool, Callable[[dict[str, str]], Any]]] = {
                 "/health": (set(), False, lambda q: _health(api.controller)),
@@ -317,6 +323,17 @@ def _drain(controller: ControlLoop, name: str, query: dict[str, str]) -> tuple[i
         bound = controller.config.drain_timeout_s + 4 * controller.tick_s
         controller.wait_for(lambda snap: snap.drained(name), bound)
     return _json(200, {"instance": name, "drained": controller.drained(name)})
+
+
+def _wake(controller: ControlLoop, query: dict[str, str]) -> tuple[int, str, bytes]:
+    try:
+        held, oldest = int(query.get("held", "1")), float(query.get("oldest_s", "0"))
+    except ValueError as exc:
+        raise BadRequest("held and oldest_s: give a count and seconds, e.g. ?held=3&oldest_s=0.5") from exc
+    if held < 0 or not 0 <= oldest < 1e9:
+        raise BadRequest("held and oldest_s: give 0 or more")
+    controller.note_demand(Report(held, oldest, time.time()))
+    return _json(202, {"held": held, "target": controller.snapshot.target})
 
 
 def _undrain(controller: ControlLoop, name: str) -> tuple[int, str, bytes]:

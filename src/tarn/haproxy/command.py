@@ -39,15 +39,22 @@ ZK_REFRESH_S = 5.0
 
 
 @dataclass(frozen=True)
-class SyncOptions:
-    socket: str
-    backend: str
+class SourceOptions:
+    """Where the instances are read (the sync's and the activator's flags)."""
+
     zk_ensemble: str | None = None
     zk_path: str = "/services/triton/instances"
     controller_url: str | None = None
     interval: float = 30.0
-    repair_interval: float = 1.0
     token: Secret | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    socket: str
+    backend: str
+    source: SourceOptions
+    repair_interval: float = 1.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     haproxy.add_argument(
         "--repair-interval", type=float, default=1.0, help="seconds between checks of HAProxy (default 1)"
     )
+    add_source_arguments(parser)
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_argument_group("source of instances (one of)")
     source.add_argument("--zk-ensemble", help="host:port[,host:port…]: watch ZooKeeper (push)")
     source.add_argument("--zk-path", default="/services/triton/instances")
@@ -68,29 +79,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> SyncOptions:
     """Validated options; ConfigError names the flag."""
-    if bool(args.zk_ensemble) == bool(args.controller_url):
-        raise ConfigError("--zk-ensemble / --controller-url: give exactly one source of instances")
+    source = source_options(args, environ)
     if not _BACKEND.fullmatch(args.backend):
         raise ConfigError(f"--backend: {args.backend!r} is not an HAProxy backend name")
     if not args.socket.startswith("/"):
         raise ConfigError(f"--socket: {args.socket!r} is not an absolute path")
-    for flag, value in (("--interval", args.interval), ("--repair-interval", args.repair_interval)):
-        if not 0 < value <= 3600:
-            raise ConfigError(f"{flag}: {value} is not between 0 and 3600 seconds")
-    if args.zk_ensemble:
-        return SyncOptions(
-            socket=args.socket,
-            backend=args.backend,
-            zk_ensemble=_zk_ensemble(args.zk_ensemble),
-            zk_path=_zk_path(args.zk_path),
-            repair_interval=args.repair_interval,
-        )
+    if not 0 < args.repair_interval <= 3600:
+        raise ConfigError(f"--repair-interval: {args.repair_interval} is not between 0 and 3600 seconds")
     return SyncOptions(
-        socket=args.socket,
-        backend=args.backend,
+        socket=args.socket, backend=args.backend, source=source, repair_interval=args.repair_interval
+    )
+
+
+def source_options(args: argparse.Namespace, environ: Mapping[str, str]) -> SourceOptions:
+    """The validated source flags; ConfigError names the flag."""
+    if bool(args.zk_ensemble) == bool(args.controller_url):
+        raise ConfigError("--zk-ensemble / --controller-url: give exactly one source of instances")
+    if not 0 < args.interval <= 3600:
+        raise ConfigError(f"--interval: {args.interval} is not between 0 and 3600 seconds")
+    if args.zk_ensemble:
+        return SourceOptions(zk_ensemble=_zk_ensemble(args.zk_ensemble), zk_path=_zk_path(args.zk_path))
+    return SourceOptions(
         controller_url=_controller_url(args.controller_url),
         interval=args.interval,
-        repair_interval=args.repair_interval,
         token=_token(args, environ),
     )
 
@@ -131,7 +142,7 @@ def _token(args: argparse.Namespace, environ: Mapping[str, str]) -> Secret | Non
     return Secret(value) if value else None
 
 
-def watcher_for(options: SyncOptions) -> tuple[Watcher, ZooKeeperSource | None]:
+def watcher_for(options: SourceOptions) -> tuple[Watcher, ZooKeeperSource | None]:
     """The source's watcher (not started) and, for ZooKeeper, the client to start and stop."""
     if options.zk_ensemble is not None:
         zookeeper = ZooKeeperSource(options.zk_ensemble, options.zk_path)
@@ -150,7 +161,7 @@ def haproxy_sync(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     logging.getLogger("kazoo").setLevel(
         logging.ERROR
     )  # each reconnection attempt; the source logs the outage once
-    watcher, zookeeper = watcher_for(options)
+    watcher, zookeeper = watcher_for(options.source)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

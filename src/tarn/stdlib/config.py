@@ -263,6 +263,14 @@ class TarnConfig:
         help="fewest Triton instances (also the count a new service starts with)",
     )  # fmt: skip
     max_instances: int = option(4, "--max-instances", group="scaling", type=int, help="most Triton instances")
+    scale_to_zero_after_s: int = option(
+        0, "--scale-to-zero-after", group="scaling", type=int,
+        help="seconds without a request after which the last instance goes (needs --min-instances 0; "
+        "0: never); the activator holds requests until one is back",
+        doc=("Seconds without a request after which the last Triton instance is drained and removed.",
+             "Its GPUs go back to YARN. C(0) (the default): never. Needs O(min_instances=0).",
+             "While no instance runs, the activator beside HAProxy holds requests and wakes the service."),
+    )  # fmt: skip
     cooldown_ms: int = option(
         60000, "--cooldown", group="scaling", type=int, help="milliseconds between two scaling actions"
     )
@@ -720,6 +728,22 @@ def _check_scaling(c: TarnConfig) -> None:
             "--min-instances",
             f"{c.min_instances} is above --max-instances ({c.max_instances})",
             "lower it or raise --max-instances",
+        )
+    if c.scale_to_zero_after_s < 0:
+        _fail(
+            "--scale-to-zero-after", f"{c.scale_to_zero_after_s} is negative", "give seconds, or 0 for never"
+        )
+    if c.min_instances == 0 and not c.scale_to_zero_after_s:
+        _fail(
+            "--min-instances",
+            "0 without --scale-to-zero-after",
+            "give --scale-to-zero-after SECONDS (the idle time before the last instance goes), or 1 or more",
+        )
+    if c.scale_to_zero_after_s and c.min_instances:
+        _fail(
+            "--scale-to-zero-after",
+            f"is set but --min-instances is {c.min_instances}",
+            "give --min-instances 0 with it, or leave it out",
         )
     for flag, value in (("--scale-up", c.scale_up), ("--scale-down", c.scale_down)):
         if not 0.0 <= value <= 1.0:

@@ -1,0 +1,242 @@
+"""The activator on loopback: held requests, passed on byte for byte once an instance is ready,
+503 with Retry-After at the limits and at the timeout, instances that refuse skipped, and the
+demand reports. The instance is a plain HTTP server here; tests/integration/test_activator_haproxy.py
+puts the activator behind the real HAProxy as its backup server, and the lab's e2e behind Triton."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tarn.activator.demand import Report, Reporter
+from tarn.activator.hold import Activator, Limits, metrics_text
+from tarn.activator.messages import BadRequest, body_length, parse_head, with_close
+from tarn.haproxy.plan import Endpoint
+
+
+class Echo(BaseHTTPRequestHandler):
+    """An instance: answers the request's body, its method and path in headers."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.send_response(200)
+        self.send_header("Content-Type", self.headers.get("Content-Type", "application/octet-stream"))
+        self.send_header("X-Path", self.path)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def instance() -> Iterator[Endpoint]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield Endpoint("127.0.0.1", server.server_address[1])
+    server.shutdown()
+
+
+def eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@dataclass
+class Running:
+    activator: Activator
+    port: int
+    ready: set[Endpoint] = field(default_factory=set)
+    reports: list[tuple[int, float]] = field(default_factory=list)
+
+    def call(
+        self, body: bytes = b"", path: str = "/v2/models/m/infer", headers: dict[str, str] | None = None
+    ):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn.request("POST", path, body=body, headers=headers or {})
+        reply = conn.getresponse()
+        return reply.status, dict(reply.getheaders()), reply.read()
+
+
+@contextlib.contextmanager
+def run_activator(limits: Limits) -> Iterator[Running]:
+    loop = asyncio.new_event_loop()
+    holder: list[Running] = []
+
+    def on_demand(held: int, oldest: float) -> None:
+        holder[0].reports.append((held, oldest))
+
+    activator = Activator(lambda: frozenset(holder[0].ready), on_demand, limits)
+    server = loop.run_until_complete(asyncio.start_server(activator.handle, "127.0.0.1", 0))
+    holder.append(Running(activator, server.sockets[0].getsockname()[1]))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield holder[0]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+
+
+@pytest.fixture
+def running() -> Iterator[Running]:
+    with run_activator(Limits(hold_timeout_s=10, max_held=200)) as running:
+        yield running
+
+
+def test_held_requests_are_answered_once_an_instance_is_ready(running: Running, instance: Endpoint) -> None:
+    bodies = [b'{"inputs": [%d]}' % n if n % 2 else bytes(range(256)) * (n + 1) for n in range(50)]
+    with ThreadPoolExecutor(50) as pool:
+        futures = [pool.submit(running.call, body) for body in bodies]
+        deadline = time.monotonic() + 5
+        while running.activator.held < 50 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert running.activator.held == 50  # all waiting, none refused
+        running.ready.add(instance)
+        replies = [f.result() for f in futures]
+    assert [r[0] for r in replies] == [200] * 50
+    assert [r[2] for r in replies] == bodies  # JSON and binary, byte for byte
+    assert all(r[1]["Connection"] == "close" for r in replies)
+    assert eventually(lambda: running.activator.stats.outcomes["after_hold"] == 50)
+    assert eventually(lambda: running.activator.held == 0)
+    assert max(report[0] for report in running.reports) == 50
+    assert eventually(lambda: running.reports[-1][0] == 0)
+    assert running.activator.stats.wakes == 1
+
+
+def test_a_ready_instance_takes_the_request_at_once(running: Running, instance: Endpoint) -> None:
+    running.ready.add(instance)
+    status, headers, body = running.call(b"x", path="/v2/health/ready?q=1")
+    assert (status, body, headers["X-Path"]) == (200, b"x", "/v2/health/ready?q=1")
+    assert eventually(lambda: running.activator.stats.outcomes["direct"] == 1)  # counted after the relay
+    assert running.reports == []  # nothing held, no demand
+
+
+def test_an_instance_that_refuses_is_skipped(running: Running, instance: Endpoint) -> None:
+    with socket.socket() as probe:  # a port nobody listens on: the killed instance
+        probe.bind(("127.0.0.1", 0))
+        dead = Endpoint("127.0.0.1", probe.getsockname()[1])
+    running.ready.add(dead)
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(running.call, b"payload")
+        time.sleep(0.3)
+        running.ready.add(instance)  # the replacement registers
+        assert future.result()[0] == 200
+
+
+def test_the_hold_ends_in_503_with_retry_after() -> None:
+    with run_activator(Limits(hold_timeout_s=0.3, retry_after_s=7)) as running:
+        began = time.monotonic()
+        status, headers, body = running.call(b"{}")
+        assert (status, headers["Retry-After"]) == (503, "7")
+        assert 0.3 <= time.monotonic() - began < 2
+        assert b"within 0.3 s" in body
+        assert eventually(lambda: running.activator.stats.outcomes["timeout"] == 1)
+
+
+def test_over_the_limits_503_at_once() -> None:
+    with run_activator(Limits(hold_timeout_s=1.5, max_held=5, max_held_bytes=1000)) as running:
+        with ThreadPoolExecutor(10) as pool:
+            futures = [pool.submit(running.call, b"{}") for count in range(5)]
+            while running.activator.held < 5:
+                time.sleep(0.02)
+            began = time.monotonic()
+            status, headers, body = running.call(b"{}")
+            assert (status, headers["Retry-After"]) == (503, "5")
+            # a body larger than the room left: refused before it is read
+            status, headers, body = running.call(b"x" * 2000)
+            assert status == 503
+            assert b"room" in body
+            assert time.monotonic() - began < 1
+            assert all(f.result()[0] == 503 for f in futures)
+        assert eventually(lambda: running.activator.stats.outcomes["overflow"] == 2)
+
+
+def test_chunked_body_passes_through(running: Running, instance: Endpoint) -> None:
+    running.ready.add(instance)
+    conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=10)
+    conn.request("POST", "/infer", body=iter([b"abc", b"", b"\x00\xff" * 100]), encode_chunked=True)
+    reply = conn.getresponse()
+    assert (reply.status, reply.read()) == (200, b"abc" + b"\x00\xff" * 100)
+
+
+def test_a_malformed_request_gets_400(running: Running) -> None:
+    with socket.create_connection(("127.0.0.1", running.port), timeout=5) as raw:
+        raw.sendall(b"NOT A REQUEST\r\n\r\n")
+        assert raw.recv(100).startswith(b"HTTP/1.1 400")
+
+
+def test_metrics_parse() -> None:
+    activator = Activator(frozenset, lambda held, oldest: None)
+    activator.stats.held_for(3.0)
+    families = {f.name: f for f in text_string_to_metric_families(metrics_text(activator, 2))}
+    assert set(families) >= {
+        "tarn_activator_requests_held",
+        "tarn_activator_requests",
+        "tarn_activator_hold_seconds",
+        "tarn_activator_ready_instances",
+    }
+    count = [s for s in families["tarn_activator_hold_seconds"].samples if s.name.endswith("_count")]
+    assert count[0].value == 1
+
+
+@pytest.mark.parametrize(
+    "head",
+    [b"GET / HTTP/1.1\r\nBad Header: x", b"GET /\r\n", b"GET / HTTP/2\r\nHost: a", b"G@T / HTTP/1.1"],
+)
+def test_bad_heads(head: bytes) -> None:
+    with pytest.raises(BadRequest):
+        parse_head(head)
+
+
+def test_content_length_and_chunked_together_are_refused() -> None:
+    with pytest.raises(BadRequest):
+        body_length((("Content-Length", "3"), ("Transfer-Encoding", "chunked")))
+    assert body_length((("content-length", "12"),)) == 12
+    assert body_length(()) == 0
+
+
+def test_answers_close_the_connection() -> None:
+    head = b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nContent-Length: 2"
+    assert with_close(head) == b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"
+
+
+def test_reporter_sends_at_the_start_while_holding_and_once_at_the_end() -> None:
+    sent: list[Report] = []
+    reporter = Reporter(sent.append, interval=0.1)
+    reporter.start()
+    try:
+        time.sleep(0.2)
+        assert sent == []  # nothing held, nothing said
+        reporter.update(3, 0.0)
+        time.sleep(0.35)
+        assert len(sent) >= 2  # at once, then every interval (0.1 s) while held
+        assert all(r.held == 3 for r in sent)
+        reporter.update(0, 0.0)
+        time.sleep(0.3)
+        assert sent[-1].held == 0
+        count = len(sent)
+        time.sleep(0.3)
+        assert len(sent) == count  # quiet again
+    finally:
+        reporter.stop()
