@@ -74,6 +74,10 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
 
 
+class Server(ThreadingHTTPServer):
+    request_queue_size = 128  # a burst of connections is not refused (http.server's default is 5)
+
+
 class Namespace:
     """A network + mount namespace held by a sleeping process; lo up, a private tmpfs on /run."""
 
@@ -116,7 +120,7 @@ class Namespace:
         return process
 
     def serve(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
-        server = self.run(ThreadingHTTPServer, address, handler)
+        server = self.run(Server, address, handler)
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, daemon=True).start()
         self.servers.append(server)
@@ -217,6 +221,9 @@ for line in sys.stdin:
     path = sys.argv[2] + "/" + name
     if verb == "put":
         zk.create(path, rest[0].strip().encode(), ephemeral=True, makepath=True)
+    elif verb == "get":
+        print("ok", (zk.get(name)[0] if zk.exists(name) else b"").decode(), flush=True)
+        continue
     else:
         zk.delete(path)
     print("ok", flush=True)
@@ -486,7 +493,7 @@ def role_cfg(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_role_config_has_the_slots_and_checks(role_cfg: Path) -> None:
     text = role_cfg.read_text()
-    assert [f"triton-{n}" for n in range(1, 7)] == [
+    assert [*(f"triton-{n}" for n in range(1, 7)), "activator"] == [
         line.split()[1] for line in text.splitlines() if line.strip().startswith("server ")
     ]
     for line in (
@@ -494,7 +501,8 @@ def test_role_config_has_the_slots_and_checks(role_cfg: Path) -> None:
         "option httpchk GET /v2/health/ready",
         "http-check expect status 200",
         "option redispatch",
-        "default-server check inter 1s fall 2 rise 1",
+        "default-server check inter 1s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down",
+        "server activator 127.0.0.1:8099 backup no-check",
     ):
         assert line in text
 
@@ -577,7 +585,28 @@ def test_a_reload_keeps_the_backend_without_the_sync(bench: Bench, role_cfg: Pat
     assert len(results) > 50
 
 
-def test_zookeeper_source_follows_the_znodes(bench: Bench) -> None:
+@dataclass
+class ZooKeeper:
+    """A real ZooKeeper in the namespace, and a registrar that writes znodes as the controller does."""
+
+    ensemble: str
+    path: str
+    argv: list[str]
+    process: subprocess.Popen[bytes]
+    registrar: subprocess.Popen[str]
+
+    def tell(self, line: str) -> str:
+        """``put NAME JSON`` / ``del NAME`` (ephemeral instance znodes), ``get ABSOLUTE-PATH``."""
+        assert self.registrar.stdin is not None
+        assert self.registrar.stdout is not None
+        self.registrar.stdin.write(line + "\n")
+        self.registrar.stdin.flush()
+        answer = self.registrar.stdout.readline().strip()
+        assert answer.startswith("ok"), answer
+        return answer.removeprefix("ok").strip()
+
+
+def start_zookeeper(bench: Bench, path: str = "/services/triton/instances") -> ZooKeeper:
     data = bench.tmp / "zk"
     data.mkdir()
     (bench.tmp / "zoo.cfg").write_text(
@@ -587,7 +616,7 @@ def test_zookeeper_source_follows_the_znodes(bench: Bench) -> None:
     java = ["java", "-cp", "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"]
     zk_main = [*java, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(bench.tmp / "zoo.cfg")]
     zookeeper = bench.ns.popen(zk_main, "zookeeper.log")
-    ensemble, path = f"{ZOOKEEPER[0]}:{ZOOKEEPER[1]}", "/services/triton/instances"
+    ensemble = f"{ZOOKEEPER[0]}:{ZOOKEEPER[1]}"
     registrar = subprocess.Popen(
         [
             "nsenter",
@@ -607,14 +636,12 @@ def test_zookeeper_source_follows_the_znodes(bench: Bench) -> None:
         env=_clean_env(),
     )
     bench.ns.processes.append(registrar)  # type: ignore[arg-type]
+    return ZooKeeper(ensemble, path, zk_main, zookeeper, registrar)
 
-    def tell(line: str) -> None:
-        assert registrar.stdin is not None
-        assert registrar.stdout is not None
-        registrar.stdin.write(line + "\n")
-        registrar.stdin.flush()
-        assert registrar.stdout.readline().strip() == "ok"
 
+def test_zookeeper_source_follows_the_znodes(bench: Bench) -> None:
+    zk = start_zookeeper(bench)
+    ensemble, path, zk_main, zookeeper, tell = zk.ensemble, zk.path, zk.argv, zk.process, zk.tell
     proxy = bench.haproxy()
     bench.sync("--zk-ensemble", ensemble, "--zk-path", path)
     tell(f"put container_1 {znode(INSTANCES[0], 0)}")

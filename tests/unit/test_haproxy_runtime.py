@@ -16,6 +16,7 @@ from tarn.haproxy.runtime import (
     RuntimeApiError,
     admin_state,
     check_reply,
+    parse_backups,
     parse_servers_state,
     parse_sessions,
     render,
@@ -60,6 +61,17 @@ def test_servers_state_rejects_an_error_text() -> None:
 
 def test_sessions() -> None:
     assert parse_sessions(SHOW_STAT) == {"triton-1": 2, "triton-2": 1, "triton-3": 0}
+
+
+def test_backup_servers_are_found_by_their_bck_column() -> None:
+    stat = (
+        "# pxname,svname,qcur,qmax,scur,smax,slim,stot,status,bck\n"
+        "triton_backend,triton-1,0,0,2,3,,10,UP,0\n"
+        "triton_backend,activator,0,0,0,0,,3,UP,1\n"
+        "triton_backend,BACKEND,0,0,3,3,,14,UP,\n"
+    )
+    assert parse_backups(stat) == {"activator"}
+    assert parse_backups(SHOW_STAT) == set()  # no bck column: no backups
 
 
 @pytest.mark.parametrize(

@@ -83,17 +83,23 @@ def parse_servers_state(text: str) -> list[ServerState]:
     return servers
 
 
-def parse_sessions(text: str) -> dict[str, int]:
-    """Server name -> current sessions (``scur``) from ``show stat`` CSV."""
+def _stat_rows(text: str) -> list[dict[str, str]]:
+    """The server rows of ``show stat`` CSV."""
     lines = text.splitlines()
     if not lines or not lines[0].startswith("# "):
         raise RuntimeApiError(f"unexpected reply to show stat: {_first_line(text)!r}")
     rows = csv.DictReader([lines[0][2:], *lines[1:]])
-    return {
-        row["svname"]: int(row["scur"] or 0)
-        for row in rows
-        if row.get("svname") not in (None, "FRONTEND", "BACKEND")
-    }
+    return [row for row in rows if row.get("svname") not in (None, "FRONTEND", "BACKEND")]
+
+
+def parse_sessions(text: str) -> dict[str, int]:
+    """Server name -> current sessions (``scur``) from ``show stat`` CSV."""
+    return {row["svname"]: int(row["scur"] or 0) for row in _stat_rows(text)}
+
+
+def parse_backups(text: str) -> set[str]:
+    """The backup servers (``bck`` 1) in ``show stat`` CSV: the activator, never a slot."""
+    return {row["svname"] for row in _stat_rows(text) if row.get("bck") == "1"}
 
 
 def slots_from(servers: Sequence[ServerState], sessions: Mapping[str, int]) -> list[Slot]:
@@ -166,12 +172,13 @@ class RuntimeApi:
             raise RuntimeApiError(f"HAProxy has no backend {backend!r}")
         return [s for s in parse_servers_state(reply) if s.backend == backend]
 
-    def sessions(self, backend: str) -> dict[str, int]:
-        return parse_sessions(self.execute(f"show stat {backend} {_STAT_SERVER} -1"))
-
     def slots(self, backend: str) -> list[Slot]:
-        """The backend's servers now, in configuration order, with their current sessions."""
-        return slots_from(self.servers_state(backend), self.sessions(backend))
+        """The backend's slots now, in configuration order, with their current sessions. Its
+        backup servers (the activator) are not slots: the sync leaves them alone."""
+        stat = self.execute(f"show stat {backend} {_STAT_SERVER} -1")
+        backups = parse_backups(stat)
+        servers = [server for server in self.servers_state(backend) if server.name not in backups]
+        return slots_from(servers, parse_sessions(stat))
 
     def set_address(self, backend: str, server: str, endpoint: Endpoint) -> None:
         self.apply(backend, SetAddress(server, endpoint, ""))
