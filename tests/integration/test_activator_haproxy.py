@@ -23,19 +23,19 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.test_haproxy_sync import (  # noqa: F401 - fixtures used by name
+from tests.integration import test_haproxy_sync as sync_tests
+from tests.integration.test_haproxy_sync import (
     INSTANCES,
     Bench,
     ZooKeeper,
     _enter_netns,
-    bench,
-    role_cfg,
     start_zookeeper,
-    tools,
     wait_until,
-    zipapp,
     znode,
 )
+
+# The namespace, HAProxy, the zipapp and the role's haproxy.cfg: the sync tests' fixtures.
+bench, role_cfg, tools, zipapp = sync_tests.bench, sync_tests.role_cfg, sync_tests.tools, sync_tests.zipapp
 
 ADMIN = ("127.0.0.1", 8098)
 
@@ -99,7 +99,7 @@ def activator_metrics() -> dict[str, float] | None:
 
 def test_a_burst_from_zero_is_held_then_answered(stack: tuple[Bench, ZooKeeper, ThreadPoolExecutor]) -> None:
     lab, zk, clients = stack
-    burst = [clients.submit(get) for _ in range(50)]
+    burst = [clients.submit(get) for count in range(50)]
 
     def held() -> float:
         figures = clients.submit(activator_metrics).result()
@@ -122,7 +122,7 @@ def test_a_burst_from_zero_is_held_then_answered(stack: tuple[Bench, ZooKeeper, 
     wait_until(lambda: lab.ns.get("/v2/models")[0] == 200, "HAProxy serves", 10)
     time.sleep(2.0)  # rise 1 x inter 1 s, with margin
     before = clients.submit(activator_metrics).result()
-    after_burst = [f.result() for f in [clients.submit(get) for _ in range(200)]]
+    after_burst = [f.result() for f in [clients.submit(get) for count in range(200)]]
     after = clients.submit(activator_metrics).result()
     assert [r[0] for r in after_burst] == [200] * 200
     assert before is not None
@@ -147,7 +147,7 @@ def test_the_only_instance_killed_under_load_fails_no_request(
         while not stop.is_set():
             results.append(get())
 
-    workers = [clients.submit(load) for _ in range(4)]
+    workers = [clients.submit(load) for count in range(4)]
     time.sleep(1.0)
     first = lab.ns.servers[0]  # the stand-in at INSTANCES[0]
     killed = time.monotonic()
