@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVICE = "tarn-e2e-lb"
 ZK_PATH = "/services/triton/instances"  # haproxy_sync_zk_path in inventories/lab
 FRONTEND = "127.0.0.1:18000"  # tarn_lab_publish of the edge node
+ACTIVATOR = "activator"  # the backup server's name in the haproxy role's haproxy.cfg
 BASE_PORT, STRIDE, AM_PORT = 8300, 10, 8891
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-lb-models"
 CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
@@ -55,9 +56,11 @@ def edge(*command: str) -> str:
 
 
 def backend_ready() -> set[str]:
-    """ip:port of the backend slots HAProxy would send new requests to (admin READY)."""
+    """ip:port of the backend slots HAProxy would send new requests to (admin READY); the
+    activator, the backend's backup server, is not a slot."""
     text = edge("sh", "-c", "echo 'show servers state triton_backend' | socat - /var/run/haproxy.sock")
-    return {f"{s.addr}:{s.port}" for s in parse_servers_state(text) if s.admin is AdminState.READY}
+    servers = parse_servers_state(text)
+    return {f"{s.addr}:{s.port}" for s in servers if s.admin is AdminState.READY and s.name != ACTIVATOR}
 
 
 class Registered:

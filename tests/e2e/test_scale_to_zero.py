@@ -1,0 +1,242 @@
+"""Scale to zero on the lab (issue 15), through the edge's HAProxy and its activator.
+
+A service with ``--min-instances 0 --scale-to-zero-after 10`` starts with no instance. Each
+repetition sends a burst of 50 concurrent inferences while it is at zero: the activator holds
+them, its demand report wakes the controller, YARN starts an instance, and every request must be
+answered. Then the service is left idle until the controller drains it back to zero, and the
+NodeManagers' yarn.io/gpu is free again: another YARN application takes every free GPU.
+
+Printed: per repetition the first answer's wait and its parts, from the clocks the parts keep
+(the lab's containers share this machine's clock): the controller's decision (its scaling
+history), YARN's allocation and launch (the container's launch time), the launcher's staging (its
+log), Triton ready and registered (the znode's creation), and the balancer (first answer).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pytest
+import tritonclient.http as triton_http
+from kazoo.client import KazooClient
+
+from tarn.clients.resourcemanager import ResourceManager, node_gpus
+from tarn.controller.memory import memory_path
+from tarn.errors import ClusterError
+from tarn.stdlib.webhdfs import WebHdfsClient
+
+from .conftest import LAB_USER, wait_for, znodes
+from .load import EXPECTED, INPUT
+from .test_haproxy import CLUSTER, FRONTEND, ROOT, ZK_PATH, tarn
+from .test_tarn_service import container_log
+
+SERVICE = "tarn-e2e-zero"
+TAKER = "tarn-e2e-gpu-taker"
+MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-zero-models"
+GRACE_S = 10
+REPETITIONS = 5
+BURST = 50
+
+
+@dataclass
+class Zero:
+    rm: ResourceManager
+    zk: KazooClient
+    token: str
+
+
+def triton_containers(rm: ResourceManager) -> list[dict[str, Any]]:
+    service = rm.service(SERVICE) or {}
+    component: dict[str, Any] = next((c for c in service.get("components", []) if c["name"] == "triton"), {})
+    return list(component.get("containers") or [])
+
+
+def target(rm: ResourceManager) -> int:
+    service = rm.service(SERVICE) or {}
+    return next(
+        (int(c["number_of_containers"]) for c in service.get("components", []) if c["name"] == "triton"), -1
+    )
+
+
+def at_zero(rm: ResourceManager) -> bool:
+    return target(rm) == 0 and not triton_containers(rm)
+
+
+def used_gpus(rm: ResourceManager) -> int:
+    return sum(node_gpus(n, "usedResource") for n in rm.nodes() if n.get("state") == "RUNNING")
+
+
+def free_gpus(rm: ResourceManager) -> int:
+    return sum(node_gpus(n) - node_gpus(n, "usedResource") for n in rm.nodes() if n.get("state") == "RUNNING")
+
+
+@pytest.fixture(scope="module")
+def zero(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Zero]:
+    token = "zero-e2e-token"  # noqa: S105 - a test token
+    tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+    hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
+    submitted = tarn(
+        "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
+        "--model-repository", f"hdfs://{MODELS_ON_HDFS}", "--port", "8500", "--grpc-port", "8501",
+        "--metrics-port", "8502", "--am-port", "8894", "--min-instances", "0", "--max-instances", "1",
+        "--scale-to-zero-after", str(GRACE_S), "--cooldown", "3600000", "--tick-seconds", "1",
+        "--drain-timeout", "5", "--gpus-per-instance", "1", "--memory-mb", "768", "--vcores", "1",
+        "--controller-memory-mb", "512", "--zk-ensemble", zk_hosts, "--zk-path", ZK_PATH, *CLUSTER,
+        token=token,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    zk = KazooClient(hosts=zk_hosts)
+    zk.start(timeout=15)
+    try:
+        yield Zero(rm, zk, token)
+    finally:
+        zk.stop()
+        zk.close()
+        rm.destroy(TAKER)
+        done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+        assert done.returncode == 0, done.stderr
+        hdfs.delete(MODELS_ON_HDFS, recursive=True)
+
+
+def infer() -> tuple[float, str]:
+    """One add_one inference through HAProxy: when it was answered (wall clock), or the error."""
+    client = triton_http.InferenceServerClient(FRONTEND, network_timeout=60, connection_timeout=60)
+    try:
+        tensor = triton_http.InferInput("INPUT0", list(INPUT.shape), "FP32")
+        tensor.set_data_from_numpy(INPUT)
+        result = client.infer("add_one", [tensor]).as_numpy("OUTPUT0")
+        if result is None or not np.array_equal(result, EXPECTED):
+            return time.time(), f"wrong answer {result}"
+        return time.time(), ""
+    except Exception as exc:  # counted as a failure, never retried
+        return time.time(), f"{type(exc).__name__}: {exc}"
+    finally:
+        client.close()
+
+
+LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) tarn-launcher", re.MULTILINE)
+
+
+def launcher_times(container_id: str) -> tuple[float, float] | None:
+    """The launcher's first log line and its exec of tritonserver (wall clock), from its log."""
+    for worker in ("tarn-lab-worker1", "tarn-lab-worker2"):
+        text = container_log(worker, container_id)
+        stamps = LOG_TIME.findall(text)
+        exec_line = re.search(r"^(\S+ \S+) tarn-launcher INFO exec ", text, re.MULTILINE)
+        if stamps and exec_line:
+            return _stamp(stamps[0]), _stamp(exec_line.group(1))
+    return None
+
+
+def _stamp(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc).timestamp()
+
+
+def woke_at(zk: KazooClient) -> float:
+    """The latest scale-up from zero in the controller's remembered history (wall clock)."""
+    data, _stat = zk.get(memory_path(ZK_PATH, SERVICE))
+    events = [e for e in json.loads(data)["history"] if e["target_from"] == 0 and e["direction"] == "up"]
+    return float(max(e["at"] for e in events))
+
+
+def registered_at(zk: KazooClient) -> float:
+    records = {name: (json.loads(data), stat) for name, (data, stat) in znodes(zk, ZK_PATH).items()}
+    return float(
+        max(stat.ctime / 1000 for record, stat in records.values() if record.get("service") == SERVICE)
+    )
+
+
+def test_from_zero_bursts_are_answered_and_idle_gives_the_gpus_back(zero: Zero) -> None:
+    rm, zk = zero.rm, zero.zk
+    wait_for(lambda: at_zero(rm), 120, "the new service at zero instances")
+    baseline = used_gpus(rm)
+    rows = []
+    for repetition in range(1, REPETITIONS + 1):
+        sent = time.time()
+        with ThreadPoolExecutor(BURST) as pool:
+            answers = list(pool.map(lambda number: infer(), range(BURST)))
+        failed = [error for _when, error in answers if error]
+        assert failed == [], failed[:3]
+        first = min(when for when, _error in answers)
+        containers = triton_containers(rm)
+        assert len(containers) == 1
+        launched = containers[0]["launch_time"] / 1000
+        launcher = launcher_times(containers[0]["id"])
+        decided, ready = woke_at(zk), registered_at(zk)
+        rows.append(
+            {
+                "first answer": first - sent,
+                "last answer": max(when for when, _error in answers) - sent,
+                "decision": decided - sent,
+                "YARN allocation and launch": launched - decided,
+                "launcher staging": (launcher[1] - launcher[0]) if launcher else float("nan"),
+                "Triton ready, registered": ready - (launcher[1] if launcher else launched),
+                "in the balancer": first - ready,
+            }
+        )
+        assert used_gpus(rm) == baseline + 1  # the instance holds its GPU
+        began_idle = time.time()
+        wait_for(
+            lambda: at_zero(rm), GRACE_S + 60, f"repetition {repetition}: back to zero when idle", every=0.5
+        )
+        idle_to_zero = time.time() - began_idle
+        assert used_gpus(rm) == baseline  # YARN has the GPU back
+        print(f"\n[zero] repetition {repetition}: " + ", ".join(f"{k} {v:.2f} s" for k, v in rows[-1].items())
+              + f"; idle -> zero {idle_to_zero:.1f} s")  # fmt: skip
+
+    waits = [row["first answer"] for row in rows]
+    parts = {
+        k: statistics.median(row[k] for row in rows)
+        for k in rows[0]
+        if k not in ("first answer", "last answer")
+    }
+    largest = max(parts, key=lambda k: parts[k])
+    print(
+        f"[zero] first answer from zero over {REPETITIONS} bursts of {BURST}: "
+        f"p50 {statistics.median(waits):.2f} s, "
+        f"max {max(waits):.2f} s; median parts: " + ", ".join(f"{k} {v:.2f} s" for k, v in parts.items())
+        + f"; largest: {largest}"
+    )  # fmt: skip
+    assert statistics.median(waits) <= 30  # the target is 15 s; the lab's two cores vary
+
+    # The GPU the idle service gave back can go to anyone: an application asks for every free one.
+    free = free_gpus(rm)
+    assert free >= 1
+    rm.destroy(TAKER)
+    rm.create_service(
+        {
+            "name": TAKER,
+            "version": "1",
+            "components": [
+                {
+                    "name": "sleeper",
+                    "number_of_containers": free,
+                    "launch_command": "sleep 600",
+                    "resource": {"cpus": 1, "memory": "128", "additional": {"yarn.io/gpu": {"value": 1}}},
+                }
+            ],
+        }
+    )
+
+    def all_running() -> bool:
+        try:
+            service = rm.service(TAKER) or {}
+        except ClusterError:
+            return False
+        containers = [c for comp in service.get("components", []) for c in comp.get("containers") or []]
+        return len(containers) == free and all(
+            c.get("state") in ("RUNNING_BUT_UNREADY", "READY") for c in containers
+        )
+
+    wait_for(all_running, 180, f"another application running on all {free} free GPUs", every=1)
+    print(f"[zero] another application took all {free} free GPUs, the one given back included")
+    rm.destroy(TAKER)
