@@ -16,7 +16,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.activator.demand import Report
+from tarn.controller.dashboard import render_dashboard
 from tarn.controller.loop import ControlLoop
+from tarn.controller.metrics import metrics_registry, render
 from tarn.controller.observe import Container, Scrape
 from tarn.controller.server import SECURITY_HEADERS, Api, serve
 from tarn.controller.signals import TritonSample
@@ -154,10 +156,18 @@ def test_idle_for_the_grace_drains_to_zero_and_held_requests_wake_it_at_once() -
     assert (snap.target, snap.running, snap.history[0].target_to) == (0, 0, 0)
     lab.ticks(30)
     assert lab.rm.calls == [("decommission", ["triton-0"])]  # no request, no wake
+    assert "scaled to zero<b>yes</b>" in render_dashboard(lab.controller.snapshot)
     lab.controller.note_demand(Report(held=50, oldest_s=0.1, at=0.0))
     lab.ticks(1)  # one tick after the report, no cooldown
     assert lab.rm.calls[-1] == ("flex", 1)
     assert lab.controller.snapshot.held == 50
+    text = render(metrics_registry(lab.controller, dict)).decode()
+    figures = {s.name: s.value for family in text_string_to_metric_families(text) for s in family.samples}
+    assert figures["tarn_requests_held"] == 50
+    assert figures["tarn_requests_held_oldest_seconds"] == 0.1
+    assert figures["tarn_scaled_to_zero"] == 0  # the flex to 1 is under way
+    assert figures["tarn_demand_reports_total"] == 1
+    assert "requests held<b>50</b>" in render_dashboard(lab.controller.snapshot)
     assert lab.controller.snapshot.history[0].reason.startswith("50 request(s) held")
 
 

@@ -39,6 +39,12 @@ def render_dashboard(
         ("in discovery", str(len(snap.serving()))),
         ("ZooKeeper", snap.zookeeper),
     ]
+    if snap.scale_to_zero:
+        cards.append(("scaled to zero", "yes" if snap.target == 0 else "no"))
+    if snap.scale_to_zero or snap.held:
+        cards.append(("requests held", str(snap.held)))
+        if snap.held:
+            cards.append(("oldest held", f"{snap.held_oldest_s:.1f} s"))
     notes: list[str] = []
     problems = list(snap.problems)
     if ranger is not None:

@@ -131,6 +131,8 @@ class Snapshot:
     problems: tuple[str, ...] = ()
     tick_seconds: float = 0.0
     held: int = 0  # requests an activator holds, as it last reported
+    held_oldest_s: float = 0.0  # how long the oldest of them had waited then
+    scale_to_zero: bool = False  # --scale-to-zero-after is on
     drains: dict[str, Drain] = field(default_factory=dict)  # the loop's own, never changed after publishing
 
     @property
@@ -307,6 +309,8 @@ class ControlLoop:
             problems=tuple(problems),
             tick_seconds=self._clock() - began,
             held=self._held(now),
+            held_oldest_s=self._held_oldest(now),
+            scale_to_zero=self.policy.scale_to_zero_after_s > 0,
             drains=dict(self._drains),
         )
         self._remember_all(problems)
@@ -515,6 +519,11 @@ class ControlLoop:
         with self._lock:
             report, received = self._demand
         return held_now(report, received, now)
+
+    def _held_oldest(self, now: float) -> float:
+        with self._lock:
+            report, received = self._demand
+        return report.oldest_s if report is not None and held_now(report, received, now) else 0.0
 
     def _last_activity(self) -> float:
         """The latest of: a request served, a demand report, a scaling action (each resets the idle clock)."""

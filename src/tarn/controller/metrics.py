@@ -5,6 +5,9 @@ tarn_gpu_utilization, tarn_gpu_memory_used) plus request, latency and scaling se
 are read from the latest snapshot at scrape time; counters live in the controller.
 Labels never carry a secret: instance names, container ids, hosts, GPU UUIDs only.
 
+Scale to zero: ``tarn_scaled_to_zero`` (0/1, with ``--scale-to-zero-after``), ``tarn_requests_held``
+and ``tarn_requests_held_oldest_seconds`` (an activator's last report), ``tarn_demand_reports_total``.
+
 With ``--ranger-service``: ``tarn_ranger_policies_loaded`` and ``tarn_ranger_policies_stale`` (0/1),
 ``tarn_ranger_policy_version``, ``tarn_ranger_policy_age_seconds`` (since Admin last confirmed the
 policies in force), ``tarn_ranger_refresh_failures_total`` and ``tarn_ranger_decisions_total``
@@ -51,6 +54,16 @@ class SnapshotCollector(Collector):
         yield _gauge(
             "tarn_controller_tick_seconds", "Duration of the last control loop tick", snap.tick_seconds
         )
+        if snap.scale_to_zero:
+            yield _gauge(
+                "tarn_scaled_to_zero", "1 while the service runs no Triton instance", float(snap.target == 0)
+            )
+        yield _gauge("tarn_requests_held", "Requests an activator holds for a ready instance", snap.held)
+        yield _gauge(
+            "tarn_requests_held_oldest_seconds",
+            "How long the oldest held request has waited",
+            snap.held_oldest_s,
+        )
         yield from _per_instance(snap)
         yield from _per_gpu(snap)
         yield from self._counters()
@@ -72,6 +85,9 @@ class SnapshotCollector(Collector):
             "tarn_decommissioned_instances", "Drained instances removed from YARN", counters.decommissioned
         )
         yield CounterMetricFamily("tarn_controller_ticks", "Control loop ticks", counters.ticks)
+        yield CounterMetricFamily(
+            "tarn_demand_reports", "Reports of held requests from activators", counters.demand_reports
+        )
         api = CounterMetricFamily("tarn_api_requests", "Controller API requests", labels=["path", "code"])
         for (path, code), count in sorted(self._api_requests().items()):
             api.add_metric([path, code], count)
