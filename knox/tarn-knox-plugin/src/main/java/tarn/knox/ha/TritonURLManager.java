@@ -25,8 +25,10 @@ import java.util.Set;
  * {@code markFailed} sends the failed instance to the bottom, {@code makeNextActiveURLAvailable}
  * rotates for {@code enableLoadBalancing=true}), over a list that follows ZooKeeper: instances that
  * appear are appended (served at once with load balancing), those that disappear are dropped, the
- * order of the rest is kept. URLs given by the topology (setURLs) are used only until ZooKeeper has
- * been read once. With no instance registered the active URL is null.
+ * order of the rest is kept. URLs given by the topology (setURLs) are the fallback: used until
+ * ZooKeeper has been read once, and whenever it lists no instance. TARN's activator is meant to be
+ * that URL: it holds requests until an instance is ready (scale to zero, a lone instance
+ * restarting). Without topology URLs and with no instance registered the active URL is null.
  */
 public class TritonURLManager implements URLManager {
   public static final String ROLE = "TRITON";
@@ -97,6 +99,11 @@ public class TritonURLManager implements URLManager {
       return;
     }
     seen = s.version;
+    if (s.urls.isEmpty()) {
+      urls.clear();
+      urls.addAll(configured);
+      return;
+    }
     Set<String> live = new HashSet<>(s.urls);
     urls.removeIf(u -> !live.contains(u));
     Set<String> held = new HashSet<>(urls);

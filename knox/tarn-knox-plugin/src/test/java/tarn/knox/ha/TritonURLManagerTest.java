@@ -191,4 +191,18 @@ class TritonURLManagerTest {
     m.use(watcher);
     assertEquals(List.of("http://10.0.0.1:8000"), m.getURLs());
   }
+
+  @Test
+  void topologyUrlsServeWheneverNoInstanceIsRegistered() throws Exception {
+    TritonURLManager m = new TritonURLManager();
+    m.setURLs(List.of("http://127.0.0.1:8099")); // the activator
+    register("container_01", "10.0.0.1", 8000);
+    watcher = new InstanceWatcher(zk.getConnectString(), PATH, 10_000, 2_000, 30_000);
+    m.use(watcher);
+    assertEquals(List.of("http://10.0.0.1:8000"), m.getURLs());
+    controller.delete().forPath(PATH + "/container_01"); // scaled to zero
+    within(1000, () -> "http://127.0.0.1:8099".equals(m.getActiveURL()), "the activator as fallback");
+    register("container_02", "10.0.0.2", 8000); // back: the activator leaves the path
+    within(1000, () -> m.getURLs().equals(List.of("http://10.0.0.2:8000")), "the new instance alone");
+  }
 }
