@@ -1,7 +1,8 @@
 """The activator on loopback: held requests, passed on byte for byte once an instance is ready,
-503 with Retry-After at the limits and at the timeout, instances that refuse skipped, and the
-demand reports. The instance is a plain HTTP server here; tests/integration/test_activator_haproxy.py
-puts the activator behind the real HAProxy as its backup server, and the lab's e2e behind Triton."""
+503 with Retry-After at the limits, 504 with Retry-After at the timeout, instances that refuse
+skipped, and the demand reports. The instance is a plain HTTP server here;
+tests/integration/test_activator_haproxy.py puts the activator behind the real HAProxy as its
+backup server, and the lab's e2e behind Triton."""
 
 from __future__ import annotations
 
@@ -144,11 +145,11 @@ def test_an_instance_that_refuses_is_skipped(running: Running, instance: Endpoin
         assert future.result()[0] == 200
 
 
-def test_the_hold_ends_in_503_with_retry_after() -> None:
+def test_the_hold_ends_in_504_with_retry_after() -> None:
     with run_activator(Limits(hold_timeout_s=0.3, retry_after_s=7)) as running:
         began = time.monotonic()
         status, headers, body = running.call(b"{}")
-        assert (status, headers["Retry-After"]) == (503, "7")
+        assert (status, headers["Retry-After"]) == (504, "7")  # 503 would be retried by HAProxy
         assert 0.3 <= time.monotonic() - began < 2
         assert b"within 0.3 s" in body
         assert eventually(lambda: running.activator.stats.outcomes["timeout"] == 1)
@@ -168,7 +169,7 @@ def test_over_the_limits_503_at_once() -> None:
             assert status == 503
             assert b"room" in body
             assert time.monotonic() - began < 1
-            assert all(f.result()[0] == 503 for f in futures)
+            assert all(f.result()[0] == 504 for f in futures)  # the held ones time out
         assert eventually(lambda: running.activator.stats.outcomes["overflow"] == 2)
 
 

@@ -5,7 +5,9 @@ HAProxy sends requests here only when every Triton slot is down (the activator i
 
 * with a ready instance known (a slot that HAProxy has not marked up yet): passed on at once;
 * with none: held, and the demand reporter told (it wakes the controller); passed on as soon as
-  the source lists an instance, or answered 503 with ``Retry-After`` at the hold timeout;
+  the source lists an instance, or answered 504 with ``Retry-After`` at the hold timeout (not
+  503: HAProxy's ``retry-on 503`` would hold it again, up to ``retries`` times). It counts as
+  held until it is answered;
 * beyond the limits (held requests, held bytes): 503 with ``Retry-After`` at once, body unread.
 
 An instance that refuses the connection, or closes it without a byte of answer, is skipped for a
@@ -38,7 +40,7 @@ SKIP_S = 1.0  # how long an instance that refused a connection is skipped
 class Limits:
     max_held: int = 1024
     max_held_bytes: int = 256 * 1024 * 1024
-    hold_timeout_s: float = 45.0  # below HAProxy's `timeout server`, so the 503 is the activator's
+    hold_timeout_s: float = 45.0  # below HAProxy's `timeout server`, so the 504 is the activator's
     retry_after_s: int = 5
     connect_timeout_s: float = 2.0
     answer_timeout_s: float = 300.0  # first byte of an instance's answer
@@ -133,40 +135,33 @@ class Activator:
         return await self._hold(request, writer)
 
     async def _hold(self, request: Request, writer: asyncio.StreamWriter) -> str:
+        """Held from its arrival until it is answered, passing-on included: the demand the
+        controller sees must not drop while an instance that just registered is tried."""
         ticket, since = next(self._tickets), self._clock()
         self._held[ticket] = (since, len(request.body))
         if len(self._held) == 1:
             self.stats.wakes += 1
         self._report()
-        released = None
         try:
             deadline = since + self.limits.hold_timeout_s
             while self._clock() < deadline:
-                if self.ready():
-                    released = self._clock()
-                    del self._held[ticket]  # no longer waiting: the count drops as it is passed on
-                    self._report()
-                    if await self._pass_on(request, writer):
-                        return "after_hold"
-                    self._held[ticket] = (since, len(request.body))
-                    continue
+                if self.ready() and await self._pass_on(request, writer):
+                    return "after_hold"
                 await asyncio.sleep(POLL_S)
-            released = self._clock()
-            writer.write(
-                self._busy(f"no Triton instance became ready within {self.limits.hold_timeout_s:g} s")
-            )
+            why = f"no Triton instance became ready within {self.limits.hold_timeout_s:g} s"
+            writer.write(self._busy(why, 504, "Gateway Timeout"))
             return "timeout"
         finally:
             self._held.pop(ticket, None)
-            self.stats.held_for((released or self._clock()) - since)
+            self.stats.held_for(self._clock() - since)
             self._report()
 
     def _report(self) -> None:
         self._on_demand(self.held, self.oldest_s())
 
-    def _busy(self, why: str) -> bytes:
+    def _busy(self, why: str, status: int = 503, reason: str = "Service Unavailable") -> bytes:
         retry = str(self.limits.retry_after_s)
-        return answer(503, "Service Unavailable", f"activator: {why}; retry later", {"Retry-After": retry})
+        return answer(status, reason, f"activator: {why}; retry later", {"Retry-After": retry})
 
     async def _pass_on(self, request: Request, writer: asyncio.StreamWriter) -> bool:
         """Send the request to the next ready instance and relay its answer. False when the

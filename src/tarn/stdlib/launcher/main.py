@@ -14,10 +14,13 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import shutil
+import socket
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -29,6 +32,8 @@ from tarn.stdlib.launcher.staging import StagingError, resolve_repository
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, namenode_location
 
 log = logging.getLogger("tarn.launcher")
+# Longer than the NodeManager's SIGKILL delay (the yarn_nodemanager role's default: 10 s).
+PORT_WAIT_S = 30.0
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -153,6 +158,35 @@ def secret_environment(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     return variables
 
 
+def port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(
+            socket.SOL_SOCKET, socket.SO_REUSEADDR, 1
+        )  # as Triton binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind(("0.0.0.0", port))  # noqa: S104 - Triton's own address; nothing listens here
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return True
+            raise
+    return False
+
+
+def wait_for_ports(ports: Sequence[int], timeout_s: float = PORT_WAIT_S) -> None:
+    """Wait until no process listens on Triton's ports. An instance stopped on this node a moment
+    ago (scaled to zero and back, a relaunch) keeps them until the NodeManager's SIGKILL delay
+    ends; Triton started now would fail with "address already in use"."""
+    deadline = time.monotonic() + timeout_s
+    busy = [port for port in ports if port_in_use(port)]
+    if busy:
+        log.info("port(s) %s in use, by an instance still stopping on this node: waiting", busy)
+    while busy and time.monotonic() < deadline:
+        time.sleep(0.2)
+        busy = [port for port in busy if port_in_use(port)]
+    if busy:
+        log.warning("port(s) %s still in use after %.0f s; starting Triton anyway", busy, timeout_s)
+
+
 def fresh_world_dir() -> Path:
     """Where the ranks of this container mark themselves up; emptied, so no mark is stale."""
     path = Path.cwd() / "tarn-world"
@@ -172,6 +206,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         repository = prepare_repository(args, env)
         env.update(secret_environment(args, env))
         world_dir = fresh_world_dir() if world.world_size(args.tp, args.pp) > 1 else Path()
+        wait_for_ports(instance_ports(args))
         command, world_env = launch_command(args, repository, env, world_dir, as_root=os.geteuid() == 0)
     except (StagingError, OSError, ValueError) as exc:
         log.error("%s", exc)  # messages name paths and aliases, never secret values
