@@ -62,6 +62,7 @@ def test_launch_command_per_parallelism(tp: int, pp: int, tmp_path: Path) -> Non
     if size == 1:  # today's single process, exec'd directly
         assert command[0] == "tritonserver"
         assert "--http-port=8000" in command
+        assert "--id=container_01_000002" in command  # the controller checks the server is its own
         assert not any(a.startswith("--backend-config") for a in command)
         assert "CUDA_VISIBLE_DEVICES" not in env
         return

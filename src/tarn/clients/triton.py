@@ -16,6 +16,10 @@ JSON = dict[str, Any]
 READY_PATH = "/v2/health/ready"
 METRICS_PATH = "/metrics"  # on the metrics port
 INDEX_PATH = "/v2/repository/index"
+SERVER_PATH = (
+    "/v2"  # server metadata: its "name" is tritonserver's --id (the launcher gives the container id)
+)
+DEFAULT_SERVER_ID = "triton"  # tritonserver's --id when none is given
 
 
 class Triton:

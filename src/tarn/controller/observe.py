@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tarn.clients.pooled_http import NO_ANSWER, PooledHttp
-from tarn.clients.triton import INDEX_PATH, METRICS_PATH, READY_PATH
+from tarn.clients.triton import DEFAULT_SERVER_ID, INDEX_PATH, METRICS_PATH, READY_PATH, SERVER_PATH
 from tarn.controller.signals import TritonSample, parse_triton_metrics
 from tarn.errors import TarnError
 from tarn.spec import TRITON, component_of, instance_number
@@ -124,6 +124,24 @@ def unreported(serving: dict[str, Container], listed: list[Container]) -> list[C
     return [replace(c, yarn_state=UNREPORTED) for key, c in serving.items() if key not in present]
 
 
+def answered_by(container_id: str, status: int, body: bytes) -> bool:
+    """Whether Triton's server metadata comes from ``container_id``'s own tritonserver. On a fixed
+    port, an instance stopped on the same node a moment ago may still answer ready (until the
+    NodeManager's SIGKILL) while the new one waits for the port: its --id is another container's.
+    Metadata without an id of a container (Triton's default, an unreadable answer) is trusted."""
+    if status != 200:
+        return True
+    try:
+        name = json.loads(body).get("name")
+    except (ValueError, AttributeError):
+        return True
+    return (
+        not isinstance(name, str)
+        or name in (container_id, DEFAULT_SERVER_ID)
+        or not name.startswith("container_")
+    )
+
+
 class Scraper:
     """Concurrent readiness + metrics (+ repository index when asked) of many instances."""
 
@@ -136,6 +154,7 @@ class Scraper:
         self._http = PooledHttp(connect_timeout=timeout / 2, read_timeout=timeout)
         self._timeout = timeout
         self._clock = clock
+        self._confirmed: set[str] = set()  # containers whose port is their own Triton's
 
     def scrape_all(self, containers: list[Container], want_models: set[str]) -> dict[str, Scrape]:
         """Scrape every container; ``want_models``: container ids whose model list to read."""
@@ -144,6 +163,7 @@ class Scraper:
             for c in containers
             if c.ip  # no address yet: not registrable, so not worth a probe
         }
+        self._confirmed &= set(futures)
         wait(futures.values(), timeout=self._timeout * 2.5)
         results: dict[str, Scrape] = {}
         for container_id, future in futures.items():
@@ -180,12 +200,20 @@ class Scraper:
         return Scrape(True, sample, models)
 
     def _ready(self, container: Container) -> bool:
-        """/v2/health/ready answers 200: a refused or slow connection is simply not ready."""
+        """/v2/health/ready answers 200: a refused or slow connection is simply not ready. Until
+        it has been seen once, the Triton answering must also be this container's own."""
         try:
             status = self._http.request("GET", container.ip, container.http_port, READY_PATH)[0]
+            if status != 200:
+                return False
+            if container.container_id not in self._confirmed:
+                reply, body = self._http.request("GET", container.ip, container.http_port, SERVER_PATH)
+                if not answered_by(container.container_id, reply, body):
+                    return False
+                self._confirmed.add(container.container_id)
         except NO_ANSWER:
             return False
-        return status == 200
+        return True
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

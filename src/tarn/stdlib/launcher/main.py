@@ -85,10 +85,13 @@ def webhdfs_location(args: argparse.Namespace, environ: Mapping[str, str]) -> tu
     return namenode_location(args.model_repository, http, default_fs)
 
 
-def triton_command(args: argparse.Namespace, repository: Path) -> list[str]:
+def triton_command(args: argparse.Namespace, repository: Path, server_id: str = "") -> list[str]:
+    """``server_id``: the container's id, as Triton's --id (its server metadata's name), by which
+    the controller tells this Triton from one still stopping on the same port."""
     http, grpc, metrics = instance_ports(args)
     return [
         args.tritonserver,
+        *([f"--id={server_id}"] if server_id else []),
         f"--model-repository={repository}",
         f"--http-port={http}",
         f"--grpc-port={grpc}",
@@ -107,7 +110,7 @@ def launch_command(
     args: argparse.Namespace, repository: Path, environ: Mapping[str, str], world_dir: Path, as_root: bool
 ) -> tuple[list[str], dict[str, str]]:
     """What to exec, and the environment it adds: tritonserver itself, or mpirun and its world."""
-    serving = triton_command(args, repository)
+    serving = triton_command(args, repository, environ.get("CONTAINER_ID", ""))
     size = world.world_size(args.tp, args.pp)
     if size == 1:
         return serving, world.world_environment([], args.tp, args.pp)

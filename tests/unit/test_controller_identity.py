@@ -1,0 +1,73 @@
+"""The scrape registers a container only when the Triton on its port is its own: an instance
+stopped a moment ago on the same node and port (scale to zero and back) answers ready until the
+NodeManager kills it, with another container's id in Triton's server metadata (--id)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tarn.controller.observe import Container, Scraper, answered_by
+
+
+class OldTriton(BaseHTTPRequestHandler):
+    """Ready, metrics, and metadata naming the container that started it."""
+
+    protocol_version = "HTTP/1.1"
+    server_id = "container_1_0001_01_000003"
+
+    def do_GET(self) -> None:
+        body = (
+            json.dumps({"name": OldTriton.server_id, "version": "2.51.0"}).encode()
+            if self.path == "/v2"
+            else b""
+        )
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def port() -> Iterator[int]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OldTriton)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+
+
+def container(container_id: str, port: int) -> Container:
+    return Container("triton-1", container_id, "w", "127.0.0.1", "RUNNING", port, port + 1, port)
+
+
+def test_a_port_answered_by_another_container_is_not_ready(port: int) -> None:
+    scraper = Scraper(workers=2)
+    try:
+        new = container("container_1_0001_01_000004", port)
+        assert not scraper.scrape_all([new], set())[new.container_id].ready
+        own = container(OldTriton.server_id, port)
+        assert scraper.scrape_all([own], set())[own.container_id].ready
+    finally:
+        scraper.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "own"),
+    [
+        (200, b'{"name": "container_9"}', True),
+        (200, b'{"name": "container_8"}', False),
+        (200, b'{"name": "triton"}', True),  # Triton's default: a launcher without --id
+        (404, b"", True),
+        (200, b"not json", True),
+        (200, b"[]", True),
+    ],
+)
+def test_answered_by(status: int, body: bytes, own: bool) -> None:
+    assert answered_by("container_9", status, body) is own
