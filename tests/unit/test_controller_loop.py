@@ -171,6 +171,21 @@ def test_idle_for_the_grace_drains_to_zero_and_held_requests_wake_it_at_once() -
     assert lab.controller.snapshot.history[0].reason.startswith("50 request(s) held")
 
 
+def test_held_requests_call_off_a_drain_to_zero() -> None:
+    lab = make(instances=1, min_instances=0, scale_to_zero_after_s=20)
+    for _tick in range(15):  # idle for the grace: the drain to zero begins
+        lab.ticks(1)
+        if lab.controller.snapshot.instances[0].state == "DRAINING":
+            break
+    assert lab.controller.snapshot.instances[0].state == "DRAINING"
+    lab.controller.note_demand(Report(held=3))  # a request came while it drained
+    lab.ticks(1)
+    snap = lab.controller.snapshot
+    assert (snap.instances[0].state, snap.instances[0].registered) == ("READY", True)  # serving again
+    lab.ticks(3)
+    assert lab.rm.calls == []  # nothing removed
+
+
 def test_a_stale_demand_report_wakes_nothing() -> None:
     lab = make(instances=0, min_instances=0, scale_to_zero_after_s=20)
     lab.controller.note_demand(Report(held=5))

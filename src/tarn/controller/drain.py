@@ -125,6 +125,13 @@ def removed(drains: Drains, instances: Iterable[str]) -> dict[str, Drain]:
     return {k: v for k, v in drains.items() if k not in gone}
 
 
+def cancel_removals(drains: Drains) -> tuple[dict[str, Drain], list[str]]:
+    """Requests wait for an instance (an activator holds them): the removal drains not yet done
+    are called off, their instances serve again. Returns the drains left and those called off."""
+    called_off = sorted(name for name, d in drains.items() if d.remove and not d.done)
+    return {k: v for k, v in drains.items() if k not in called_off}, called_off
+
+
 def removing(drains: Drains) -> list[str]:
     """Removal drains still in progress: the autoscaler holds until they end."""
     return sorted(name for name, d in drains.items() if d.remove)

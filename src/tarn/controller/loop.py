@@ -32,6 +32,7 @@ from tarn.controller.drain import (
     Request,
     Seen,
     begin_removal,
+    cancel_removals,
     operator_drained,
     removed,
     removing,
@@ -419,6 +420,10 @@ class ControlLoop:
             c.instance: Seen(scrapes[c.container_id].ready, self._tracked[c.container_id].last_activity)
             for c in containers
         }
+        if self._held(now):  # someone waits for an instance: none that can still serve may go
+            self._drains, called_off = cancel_removals(self._drains)
+            if called_off:
+                log.info("requests held: the drain of %s called off", ", ".join(called_off))
         result = step(self._drains, seen, requests, now, self._drain_policy)
         self._drains, self._idle_removals = result.drains, result.decommission
         self.counters.drains += result.started
