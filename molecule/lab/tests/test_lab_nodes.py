@@ -72,15 +72,21 @@ def test_each_daemon_has_its_own_configuration_directory():
             assert host.file(f"/etc/hadoop/conf.{daemon}/log4j.properties").exists
 
 
-def test_edge_runs_haproxy_and_its_sync_with_an_admin_socket():
+def test_edge_runs_haproxy_its_sync_and_activator_with_an_admin_socket():
     for host in hosts_in("haproxy"):
-        for unit in ("haproxy", "tarn-haproxy-sync"):
+        for unit in ("haproxy", "tarn-haproxy-sync", "tarn-activator"):
             assert host.service(unit).is_running, unit
             assert host.service(unit).is_enabled, unit
         assert host.run("haproxy -c -f /etc/haproxy/haproxy.cfg").rc == 0
         socket = host.file("/var/run/haproxy.sock")
         assert socket.is_socket
         assert socket.mode == 0o660
-        syncs = [p for p in host.process.filter(user="tarn-haproxy-sync") if "haproxy-sync" in p.args]
-        assert len(syncs) == 1
-        assert "--token" not in syncs[0].args.split()  # a token goes in a file, never on the command line
+        # Both run tarn.pyz from the sync's directory (/opt/tarn/haproxy-sync): told apart by the subcommand.
+        processes = host.process.filter(user="tarn-haproxy-sync")
+        for command in ("haproxy-sync", "activator"):
+            running = [p for p in processes if f"tarn.pyz {command} " in p.args]
+            assert len(running) == 1, (command, [p.args for p in processes])
+            assert (
+                "--token" not in running[0].args.split()
+            )  # a token goes in a file, never on the command line
+        assert host.run("curl -fsS http://127.0.0.1:8098/health").rc == 0
