@@ -4,18 +4,21 @@ A service with ``--min-instances 0 --scale-to-zero-after 10`` starts with no ins
 repetition sends a burst of 50 concurrent inferences while it is at zero: the activator holds
 them, its demand report wakes the controller, YARN starts an instance, and every request must be
 answered. Then the service is left idle until the controller drains it back to zero, and the
-NodeManagers' yarn.io/gpu is free again: another YARN application takes every free GPU.
+NodeManagers' yarn.io/gpu is free again: another YARN application takes every free GPU. Last,
+a burst through Knox at zero (its TRITON URL manager falls back to the activator's URL).
 
 Printed: per repetition the first answer's wait and its parts, from the clocks the parts keep
 (the lab's containers share this machine's clock): the controller's decision (its scaling
-history), YARN's allocation and launch (the container's launch time), the launcher's staging (its
-log), Triton ready and registered (the znode's creation), and the balancer (first answer).
+history), YARN's allocation and launch (the container's launch time), the launcher (its log:
+staging, and waiting for ports an instance stopped on the node still holds), Triton ready and
+registered (the znode's creation), and the balancer (first answer).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import statistics
 import time
@@ -23,10 +26,12 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import requests
 import tritonclient.http as triton_http
 from kazoo.client import KazooClient
 
@@ -39,6 +44,7 @@ from tarn.stdlib.webhdfs import WebHdfsClient
 from .conftest import LAB_USER, wait_for, znodes
 from .load import EXPECTED, INPUT
 from .test_haproxy import CLUSTER, FRONTEND, ROOT, ZK_PATH, tarn
+from .test_knox import CERT, PASSWORDS, run_the_role, topology
 from .test_tarn_service import container_log
 
 SERVICE = "tarn-e2e-zero"
@@ -47,6 +53,9 @@ MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-zero-models"
 GRACE_S = 10
 REPETITIONS = int(os.environ.get("TARN_ZERO_REPETITIONS", "5"))
 BURST = 50
+KNOX_BURST = 20
+AM_PORT = 8894
+ACTIVATOR_URL = "http://127.0.0.1:8099"  # the haproxy role's tarn-activator on the edge, beside Knox
 
 
 @dataclass
@@ -95,7 +104,7 @@ def zero(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Ze
     submitted = tarn(
         "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}", "--port", "8500", "--grpc-port", "8501",
-        "--metrics-port", "8502", "--am-port", "8894", "--min-instances", "0", "--max-instances", "1",
+        "--metrics-port", "8502", "--am-port", str(AM_PORT), "--min-instances", "0", "--max-instances", "1",
         "--scale-to-zero-after", str(GRACE_S), "--cooldown", "3600000", "--tick-seconds", "1",
         "--drain-timeout", "5", "--gpus-per-instance", "1", "--memory-mb", "768", "--vcores", "1",
         "--controller-memory-mb", "512", "--zk-ensemble", zk_hosts, "--zk-path", ZK_PATH, *CLUSTER,
@@ -266,3 +275,32 @@ def test_from_zero_bursts_are_answered_and_idle_gives_the_gpus_back(zero: Zero) 
     wait_for(all_running, 180, f"another application running on all {free} free GPUs", every=1)
     print(f"[zero] another application took all {free} free GPUs, the one given back included")
     rm.destroy(TAKER)
+
+
+def test_knox_holds_requests_at_zero_too(zero: Zero, tmp_path: Path) -> None:
+    """Knox's TRITON URL manager falls back to the topology's URL, the edge's activator, while
+    ZooKeeper lists no instance: a burst through Knox at zero is held and answered."""
+    rm = zero.rm
+    entry = topology(SERVICE, zero.token, AM_PORT, posixpath.dirname(ZK_PATH), activator_url=ACTIVATOR_URL)
+    run_the_role(tmp_path, entry)
+    wait_for(lambda: at_zero(rm), GRACE_S + 60, "the service at zero", every=0.5)
+    body = {"inputs": [{"name": "INPUT0", "shape": [4], "datatype": "FP32", "data": [1, 2, 3, 4]}]}
+    url = f"https://127.0.0.1:18443/gateway/{SERVICE}/triton/v2/models/add_one/infer"
+
+    def infer_through_knox(number: int) -> tuple[int, list[float], float]:
+        reply = requests.post(
+            url, json=body, auth=("alice", PASSWORDS["alice"]), verify=str(CERT), timeout=90
+        )
+        data = reply.json()["outputs"][0]["data"] if reply.status_code == 200 else []
+        return reply.status_code, data, time.monotonic()
+
+    sent = time.monotonic()
+    with ThreadPoolExecutor(KNOX_BURST) as pool:
+        answers = list(pool.map(infer_through_knox, range(KNOX_BURST)))
+    assert [a[0] for a in answers] == [200] * KNOX_BURST, [a[0] for a in answers]
+    assert all(a[1] == [2, 3, 4, 5] for a in answers)
+    first = min(a[2] for a in answers) - sent
+    print(
+        f"\n[zero] through Knox from zero: {KNOX_BURST} of {KNOX_BURST} answered, "
+        f"the first after {first:.1f} s"
+    )
