@@ -90,22 +90,13 @@ def through_knox(user: str, model: str, action: str) -> requests.Response:
     return knox(f"/v2/models/{model}", user)
 
 
-def topology(service: str, token: str, am_port: int, namespace: str, **extra: str) -> dict[str, Any]:
-    """A knox_tarn_services entry for an e2e service (its controller runs on either worker)."""
-    urls = [f"http://{worker}:{am_port}/authorize" for worker in ("worker1", "worker2")]
-    return {
-        "name": service,
-        "token": token,
-        "zookeeper_namespace": namespace,
-        "authorize_urls": urls,
-        **extra,
-    }
-
-
-def run_the_role(here: Path, entry: dict[str, Any]) -> int:
-    """The knox role on the lab's edge with ``entry``'s topology added; the number of changed tasks."""
-    token = entry["token"]
+def run_the_role(here: Path, token: str) -> int:
+    """The knox role on the lab's edge with the e2e topology added; the number of changed tasks."""
     (here / "knox.yml").write_text(PLAYBOOK)
+    entry = {
+        "name": SERVICE, "token": token, "zookeeper_namespace": ZK_NAMESPACE,
+        "authorize_urls": [f"http://{worker}:{AM_PORT}/authorize" for worker in ("worker1", "worker2")],
+    }  # fmt: skip
     (here / "vars.json").write_text(json.dumps({"tarn_e2e_knox_services": [entry]}))
     env = {
         **os.environ,
@@ -131,8 +122,7 @@ def service(
 ) -> Iterator[Service]:
     here = tmp_path_factory.mktemp("knox")
     token = secrets.token_urlsafe(16)
-    entry = topology(SERVICE, token, AM_PORT, ZK_NAMESPACE)
-    first, second = run_the_role(here, entry), run_the_role(here, entry)
+    first, second = run_the_role(here, token), run_the_role(here, token)
     assert first > 0, "the knox role added nothing"
     assert second == 0, f"a second run of the knox role changed {second} tasks"
     print(f"\n[knox] the knox role added topology {SERVICE}: {first} changes, then {second}")
