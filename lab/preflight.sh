@@ -31,6 +31,8 @@ checks=(
   "mvn                         maven            lab/hadoop-dist/build.sh, lab/ranger-harness, knox/"
   "curl                        curl             knox/smoke.sh (HTTPS through Knox)"
   "wrk                         wrk              bench/entry_overhead.py (the C load generator)"
+  "nfs-ls                      libnfs-utils     tests/e2e/test_nfs_gateway.py (userspace NFSv3 client)"
+  "nfs-cat                     libnfs-utils     tests/e2e/test_nfs_gateway.py (userspace NFSv3 client)"
   "python3                     python3-venv     make deps (python3 -m venv)"
   "tar                         tar              lab/image, lab/hadoop-dist"
 )

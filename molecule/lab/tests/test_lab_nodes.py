@@ -90,3 +90,47 @@ def test_edge_runs_haproxy_its_sync_and_activator_with_an_admin_socket():
                 "--token" not in running[0].args.split()
             )  # a token goes in a file, never on the command line
         assert host.run("curl -fsS http://127.0.0.1:8098/health").rc == 0
+
+
+def test_the_nfs_gateway_runs_portmap_and_nfs3_as_hdfs_not_root():
+    for host in hosts_in("hdfs_nfs_gateway"):
+        for unit in ("hadoop-hdfs-portmap", "hadoop-hdfs-nfs3"):
+            assert host.service(unit).is_running, unit
+            assert host.service(unit).is_enabled, unit
+        portmap = host.file("/etc/systemd/system/hadoop-hdfs-portmap.service").content_string
+        assert "User=hdfs" in portmap
+        assert "AmbientCapabilities=CAP_NET_BIND_SERVICE" in portmap
+        nfs3 = host.file("/etc/systemd/system/hadoop-hdfs-nfs3.service").content_string
+        assert "Requires=hadoop-hdfs-portmap.service" in nfs3
+        assert "AmbientCapabilities" not in nfs3  # 2049 and 4242 need no privilege
+        for main_class in ("org.apache.hadoop.portmap.Portmap", "org.apache.hadoop.hdfs.nfs.nfs3.Nfs3"):
+            running = [p for p in host.process.filter(comm="java") if main_class in p.args]
+            assert [p.user for p in running] == ["hdfs"], main_class
+        for port in ("tcp://0.0.0.0:111", "udp://0.0.0.0:111", "tcp://0.0.0.0:2049", "tcp://0.0.0.0:4242"):
+            assert host.socket(port).is_listening, port
+        site = host.file("/etc/hadoop/conf.nfs3/hdfs-site.xml").content_string
+        assert "<name>nfs.exports.allowed.hosts</name>" in site
+        dump = host.file("/var/lib/hadoop/hdfs-nfs/dump")
+        assert (dump.user, dump.mode) == ("hdfs", 0o700)
+        assert host.run("systemctl is-enabled rpcbind.socket").stdout.strip() == "masked"
+
+
+def test_the_namenode_lets_the_gateway_user_act_for_nfs_users():
+    for host in hosts_in("hdfs_namenode"):
+        core = host.file("/etc/hadoop/conf.namenode/core-site.xml").content_string
+        assert "<name>hadoop.proxyuser.hdfs.hosts</name>" in core
+        assert "<name>hadoop.proxyuser.hdfs.groups</name>" in core
+
+
+def test_nodemanagers_have_the_nfs_mount_in_fstab_and_a_model_cache():
+    for host in hosts_in("hdfs_nfs_mount"):
+        assert host.package("nfs-common").is_installed
+        entries = [line.split() for line in host.file("/etc/fstab").content_string.splitlines()]
+        [entry] = [e for e in entries if len(e) >= 4 and e[1] == "/mnt/hdfs"]
+        assert entry[:3] == ["master:/", "/mnt/hdfs", "nfs"]
+        assert {"vers=3", "proto=tcp", "nolock", "noacl", "sync", "noauto"} <= set(entry[3].split(","))
+        assert host.file("/mnt/hdfs").is_directory
+    for host in hosts_in("yarn_nodemanager"):
+        cache = host.file("/var/lib/tarn/model-cache")
+        assert cache.is_directory
+        assert (cache.user, cache.group, cache.mode) == ("yarn", "hadoop", 0o2770)

@@ -1,4 +1,4 @@
-"""The production NodeManager and ResourceManager settings, read back from the rendered files."""
+"""The production NodeManager, ResourceManager and HDFS NFS settings, read back from the rendered files."""
 
 from __future__ import annotations
 
@@ -67,6 +67,9 @@ def test_container_executor_cfg_is_root_only_with_docker_and_gpu_sections(host):
     assert docker["docker.allowed.runtimes"] == "runc,nvidia"
     assert docker["docker.privileged-containers.enabled"] == "false"
     assert "/var/lib/hadoop/yarn/local" in docker["docker.allowed.rw-mounts"].split(",")
+    # Triton reads models from the HDFS NFS mount and the instances share the node's model cache.
+    assert "/mnt/hdfs" in docker["docker.allowed.ro-mounts"].split(",")
+    assert "/var/lib/tarn/model-cache" in docker["docker.allowed.rw-mounts"].split(",")
     assert sections["gpu"]["module.enabled"] == "true"
     assert sections["cgroups"]["yarn-hierarchy"]
 
@@ -86,3 +89,49 @@ def test_units_are_installed_but_left_alone(host):
     assert unit.exists
     assert "KillMode=process" in unit.content_string
     assert not host.service("hadoop-yarn-nodemanager").is_running
+
+
+def test_the_model_cache_is_the_yarn_users_shared_with_the_hadoop_group(host):
+    cache = host.file("/var/lib/tarn/model-cache")
+    assert cache.is_directory
+    assert (cache.user, cache.group, cache.mode) == ("yarn", "hadoop", 0o2770)
+
+
+def test_hdfs_is_in_fstab_through_the_gateway_with_hadoops_options(host):
+    assert host.package("nfs-common").is_installed
+    entries = [line.split() for line in host.file("/etc/fstab").content_string.splitlines()]
+    [entry] = [e for e in entries if len(e) >= 4 and e[1] == "/mnt/hdfs"]
+    assert entry[0] == "tarn-molecule-gpu-node:/"
+    assert entry[2] == "nfs"
+    hadoops = ["vers=3", "proto=tcp", "nolock", "noacl", "sync"]
+    assert entry[3].split(",") == [*hadoops, "rsize=1048576", "wsize=1048576"]
+    assert host.file("/mnt/hdfs").is_directory
+
+
+def test_the_gateway_units_run_as_hdfs_with_only_portmap_privileged(host):
+    portmap = host.file("/etc/systemd/system/hadoop-hdfs-portmap.service").content_string
+    nfs3 = host.file("/etc/systemd/system/hadoop-hdfs-nfs3.service").content_string
+    assert "User=hdfs" in portmap
+    assert "User=hdfs" in nfs3
+    assert "AmbientCapabilities=CAP_NET_BIND_SERVICE" in portmap
+    assert "org.apache.hadoop.portmap.Portmap" in portmap
+    assert "AmbientCapabilities" not in nfs3
+    assert "Requires=hadoop-hdfs-portmap.service" in nfs3
+    assert "org.apache.hadoop.hdfs.nfs.nfs3.Nfs3" in nfs3
+    assert not host.service("hadoop-hdfs-nfs3").is_running
+
+
+def test_the_gateway_exports_read_only_and_the_namenode_allows_its_proxy_user(host):
+    site = properties(host, "/etc/hadoop/conf.nfs3/hdfs-site.xml")
+    assert site["nfs.exports.allowed.hosts"] == "10.20.0.0/16 ro ; tarn-molecule-gpu-node ro"
+    assert site["nfs.dump.dir"] == "/var/lib/hadoop/hdfs-nfs/dump"
+    assert site["nfs.superuser"] == "hdfs"
+    assert site["nfs.port.monitoring.disabled"] == "false"
+    assert site["nfs.export.point"] == "/"
+    dump = host.file("/var/lib/hadoop/hdfs-nfs/dump")
+    assert (dump.user, dump.mode) == ("hdfs", 0o700)
+    # every daemon's core-site (the NameNode's included) names the gateway host for the hdfs proxy user
+    for conf in ("/etc/hadoop/conf.nfs3", NM_CONF, RM_CONF, "/etc/hadoop/conf"):
+        core = properties(host, f"{conf}/core-site.xml")
+        assert core["hadoop.proxyuser.hdfs.hosts"] == "tarn-molecule-gpu-node", conf
+        assert core["hadoop.proxyuser.hdfs.groups"] == "*", conf

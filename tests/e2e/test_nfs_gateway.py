@@ -1,0 +1,155 @@
+"""HDFS through Hadoop's NFS gateway on the lab's master (role tarn.yarn.hdfs_nfs_gateway).
+
+The kernel here has no NFS client, so nothing is mounted: the NFSv3 protocol is driven from this
+machine by Debian's userspace client, libnfs (libnfs-utils). A model repository uploaded through
+WebHDFS (the example models, a binary file of a few MiB, nested directories, an empty file) is
+listed and read back through the gateway, byte for byte equal to what WebHDFS serves; the
+command-line tools list the export and cat a file at its top. A second run of the role changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+
+from .conftest import LAB_MASTER
+from .nfs import Nfs3Mount
+
+ROOT = Path(__file__).resolve().parents[2]
+INVENTORY = ROOT / "inventories" / "lab" / "hosts.yml"
+MIB = 1 << 20
+PLAYBOOK = """\
+- name: HDFS NFS gateway, again
+  hosts: hdfs_nfs_gateway
+  roles:
+    - tarn.yarn.hdfs_nfs_gateway
+"""
+
+
+def needs(tool: str) -> str:
+    found = shutil.which(tool)
+    if not found:
+        pytest.fail(
+            f"{tool} is missing: apt-get install libnfs-utils (lab/preflight.sh names it)", pytrace=False
+        )
+    return found
+
+
+def repository() -> dict[str, bytes]:
+    """A model repository: the example models plus weights in nested directories."""
+    files = {
+        p.relative_to(ROOT / "examples" / "model_repository").as_posix(): p.read_bytes()
+        for p in sorted((ROOT / "examples" / "model_repository").rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    files["big_model/config.pbtxt"] = b'name: "big_model"\nbackend: "python"\n'
+    # not a multiple of the gateway's 1 MiB read size, so the last READ is a short one
+    files["big_model/1/weights/shard-0.bin"] = os.urandom(5 * MIB + 4321)
+    files["big_model/1/weights/deeper/still/shard-1.bin"] = os.urandom(MIB)
+    files["big_model/1/weights/empty.bin"] = b""
+    return files
+
+
+@pytest.fixture(scope="module")
+def uploaded(hdfs: WebHdfsClient) -> Iterator[str]:
+    base = f"/user/tarn/e2e-nfs-{uuid.uuid4().hex[:12]}"
+    files = repository()
+    for relative, data in files.items():
+        hdfs.write(f"{base}/{relative}", data)
+    yield base
+    hdfs.delete(base, recursive=True)
+
+
+def test_every_file_reads_back_through_the_gateway_as_webhdfs_serves_it(
+    hdfs: WebHdfsClient, uploaded: str
+) -> None:
+    needs("nfs-ls")
+    on_hdfs = {f.path: f.length for f in hdfs.walk(uploaded)}
+    expected = repository()
+    assert len(on_hdfs) == len(expected)
+    started = time.monotonic()
+    with Nfs3Mount(LAB_MASTER, "/") as nfs:
+        listed = {e.path: e.size for e in nfs.walk(uploaded)}
+        listed_at = time.monotonic()
+        assert listed == on_hdfs, "the gateway lists other files or sizes than WebHDFS"
+        compared = 0
+        for path in sorted(listed):
+            over_nfs = nfs.read(path)
+            assert over_nfs == hdfs.read_bytes(path), f"{path}: NFS and WebHDFS bytes differ"
+            assert over_nfs == expected[path.removeprefix(uploaded + "/")], path
+            compared += len(over_nfs)
+    took = time.monotonic() - started
+    print(
+        f"\n[nfs] {len(listed)} files, {compared} bytes read through the NFSv3 gateway on {LAB_MASTER} "
+        f"equal to WebHDFS's; listing {listed_at - started:.2f} s, all {took:.2f} s "
+        f"({compared / MIB / max(took - (listed_at - started), 1e-9):.1f} MiB/s)"
+    )
+
+
+def test_the_command_line_tools_list_the_export_and_cat_a_file() -> None:
+    """nfs-ls / nfs-cat mount the directory part of their URL: with the gateway's one export
+    ("/") that is a file at the top of HDFS, written there by the HDFS superuser."""
+    nfs_ls, nfs_cat = needs("nfs-ls"), needs("nfs-cat")
+    superuser = WebHdfsClient(f"http://{LAB_MASTER}:9870", SimpleAuth("hdfs"))
+    path = f"/tarn-e2e-nfs-{uuid.uuid4().hex[:12]}.bin"
+    payload = os.urandom(MIB + 7)
+    superuser.write(path, payload)
+    try:
+        listing = subprocess.run([nfs_ls, f"nfs://{LAB_MASTER}/"], capture_output=True, text=True, timeout=60)
+        assert listing.returncode == 0, listing.stderr
+        names = {line.split()[-1] for line in listing.stdout.splitlines() if line.strip()}
+        assert {"user", path.lstrip("/")} <= names, listing.stdout
+        cat = subprocess.run([nfs_cat, f"nfs://{LAB_MASTER}{path}"], capture_output=True, timeout=60)
+        assert cat.returncode == 0, cat.stderr
+        assert cat.stdout == payload
+    finally:
+        superuser.delete(path)
+
+
+def test_a_mount_of_another_directory_is_refused() -> None:
+    """Hadoop exports one directory: mountd answers NOENT for any other."""
+    with pytest.raises(OSError, match="mount"):
+        Nfs3Mount(LAB_MASTER, "/user")
+
+
+def test_a_second_run_of_the_gateway_role_changes_nothing(tmp_path: Path) -> None:
+    playbook = tmp_path / "gateway.yml"
+    playbook.write_text(PLAYBOOK)
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+        "TARN_BUILD": str(ROOT / "build"),
+    }
+    # the hadoop role checks its archive exists (the Makefile exports where `make dist` put it)
+    if "TARN_HADOOP_ARCHIVE" not in env:
+        env["TARN_HADOOP_ARCHIVE"] = str(next((ROOT / "build" / "hadoop").glob("hadoop-*.tar.gz")))
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(INVENTORY), str(playbook)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
+    stats = json.loads(done.stdout)["stats"]
+    assert set(stats) == {"master"}
+    changed = [
+        f"{task['task']['name']}"
+        for play in json.loads(done.stdout)["plays"]
+        for task in play["tasks"]
+        if task["hosts"].get("master", {}).get("changed")
+    ]
+    assert stats["master"]["changed"] == 0, f"the gateway role changed: {changed}"
+    assert stats["master"]["failures"] == 0
+    print(f"\n[nfs] a second run of the gateway role: changed=0 in {time.monotonic() - started:.1f} s")
