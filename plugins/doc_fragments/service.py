@@ -18,6 +18,20 @@ options:
       - "Triton model repository: C(hdfs:///path) (staged into each container) or an absolute C(/path) (an HDFS NFS gateway mount on every NodeManager)."
       - "Required with O(state=present) and O(state=started)."
     type: str
+  model_cache_dir:
+    description:
+      - "Directory on every NodeManager where staged model files are cached, shared by every TARN instance and service on the node (the C(yarn_nodemanager) role creates C(/var/lib/tarn/model-cache) and allows it as a Docker mount)."
+      - "Default: a cache per application in its YARN local directory."
+    type: path
+  model_cache_max_gib:
+    description:
+      - "Bound of the model cache in GiB (least recently used files go first; files in use never). CLI default C(100.0)."
+    type: float
+  model_verify:
+    description:
+      - "How staged bytes are checked. C(hdfs) (default): the DataNode verifies every chunk's CRC as it serves WebHDFS, TARN checks lengths and keeps CRC-32s for the start-up check. C(recompute): also recomputes HDFS's MD5-of-MD5-of-CRC32C checksum on the node."
+    type: str
+    choices: [hdfs, recompute]
   image:
     description:
       - "Triton Docker image (C(--runtime docker)); required with the Docker runtime."

@@ -11,6 +11,9 @@ __metaclass__ = type  # noqa: F821 - ansible-test's boilerplate for module_utils
 
 SERVICE_OPTIONS = {
     'model_repository': ({'type': 'str'}, '--model-repository'),
+    'model_cache_dir': ({'type': 'path'}, '--model-cache-dir'),
+    'model_cache_max_gib': ({'type': 'float'}, '--model-cache-max-gib'),
+    'model_verify': ({'type': 'str', 'choices': ['hdfs', 'recompute']}, '--model-verify'),
     'image': ({'type': 'str'}, '--image'),
     'runtime': ({'type': 'str', 'choices': ['docker', 'process']}, '--runtime'),
     'python': ({'type': 'str'}, '--python'),

@@ -17,7 +17,7 @@ from tarn.clients.triton import Triton
 from tarn.errors import ClusterError, ConfigError
 from tarn.spec import TRITON, component_of, read_back
 from tarn.stdlib.hdfs_checksum import checksum_block_size, file_md5md5crc
-from tarn.stdlib.launcher.staging import RemoteFile, content_check
+from tarn.stdlib.launcher.staging import RemoteFile, recompute_target
 from tarn.stdlib.webhdfs import FileStatus, WebHdfsClient
 
 JSON = dict[str, Any]
@@ -47,7 +47,7 @@ def same_content(local: Path, remote: RemoteFile) -> tuple[bool, str]:
     size = local.stat().st_size
     if size != remote.status.length:
         return False, f"size {size} != {remote.status.length} on HDFS"
-    expected, unverifiable = content_check(remote, None)
+    expected, unverifiable = recompute_target(remote)
     if expected is None:
         return True, f"same size ({unverifiable})"
     block = checksum_block_size(expected, remote.status)

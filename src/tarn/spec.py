@@ -337,6 +337,12 @@ def _static(src: str, dest: str) -> JSON:
 def _triton_docker_env(config: TarnConfig) -> dict[str, str]:
     reads = (config.model_repository, config.secrets)
     env = _docker_env(config, privileged=config.docker_privileged, ports=config.docker_ports, reads=reads)
+    cache = config.model_cache_dir
+    staged = config.model_repository.startswith("hdfs://")
+    if env and cache and staged and not any(_within(cache, m.split(":")[1]) for m in config.docker_mounts):
+        # the node cache is written by the launcher inside the container (the role allows it rw)
+        mounts = [m for m in env.get("YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS", "").split(",") if m]
+        env["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"] = ",".join([*mounts, f"{cache}:{cache}:rw"])
     if env and config.world_size > 1:
         # The ranks of a world share the container (one IPC namespace: no --ipc=host, which YARN
         # cannot pass anyway). NCCL and the Python backend's stubs need more shared memory than

@@ -27,6 +27,9 @@ BASE = TarnConfig(model_repository="hdfs:///models", image="registry/triton:24.0
 # A valid value other than the default, for every option: an option missing here fails the test.
 SAMPLES: dict[str, Any] = {
     "model_repository": "/mnt/hdfs/models",
+    "model_cache_dir": "/var/lib/tarn/model-cache",
+    "model_cache_max_gib": 2.5,
+    "model_verify": "recompute",
     "image": "registry/triton:25.01",
     "runtime": "process",
     "python": "/usr/bin/python3",

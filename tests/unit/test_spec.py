@@ -156,6 +156,17 @@ def test_local_paths_are_mounted_read_only(
     assert component(spec, CONTROLLER)["configuration"]["env"].get(key) == controller_mounts
 
 
+def test_the_node_model_cache_is_mounted_read_write_for_staging() -> None:
+    key = "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"
+    cache = "/var/lib/tarn/model-cache"
+    staged = spec_of("--model-cache-dir", cache)  # the default repository is hdfs://
+    assert component(staged, TRITON)["configuration"]["env"][key] == f"{cache}:{cache}:rw"
+    assert key not in component(staged, CONTROLLER)["configuration"]["env"]
+    nfs = spec_of("--model-cache-dir", cache, "--model-repository", "/mnt/hdfs/models")
+    assert component(nfs, TRITON)["configuration"]["env"][key] == "/mnt/hdfs/models:/mnt/hdfs/models:ro"
+    assert f"--model-cache-dir {cache}" in component(staged, TRITON)["launch_command"]
+
+
 def test_user_env_reaches_triton_only() -> None:
     spec = spec_of("--env", "TRITON_LOG_VERBOSE=1", "--env", "OMP_NUM_THREADS=4")
     assert component(spec, TRITON)["configuration"]["env"]["TRITON_LOG_VERBOSE"] == "1"
@@ -240,6 +251,8 @@ def test_triton_command_and_files() -> None:
     flags = dict(zip(args[2::2], args[3::2], strict=True))
     assert flags == {
         "--model-repository": "hdfs:///models",
+        "--model-cache-max-gib": "100.0",
+        "--model-verify": "hdfs",
         "--port": "8000",
         "--grpc-port": "8001",
         "--metrics-port": "8002",

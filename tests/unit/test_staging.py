@@ -8,10 +8,12 @@ MD5-of-MD5-of-CRC (bit-by-bit CRC), so the launcher's fast CRC is checked, not e
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import logging
 import os
+import shutil
 import socket
 import struct
 import threading
@@ -26,14 +28,18 @@ from typing import Any
 
 import pytest
 
-from tarn.stdlib import hdfs_checksum, webhdfs
+from tarn.stdlib import webhdfs
 from tarn.stdlib.hdfs_checksum import Md5Md5CrcHasher, chunk_crcs, crc32c, parse_checksum
 from tarn.stdlib.launcher import staging
+from tarn.stdlib.launcher.cache import PIECE_BYTES, StoredObject, to_evict
+from tarn.stdlib.launcher.main import cache_dir as launcher_cache_dir
 from tarn.stdlib.launcher.staging import (
     MARKER,
     RemoteFile,
     StagingError,
     plan,
+    progress_line,
+    ranges,
     resolve_repository,
     stage_repository,
 )
@@ -94,13 +100,15 @@ def naive_hdfs_checksum(f: HdfsFile) -> dict[str, Any]:
 @dataclass
 class FakeHdfs:
     """A loopback WebHDFS. Knobs: `corrupt` (paths served with a flipped byte), `cut_once` (paths
-    whose first OPEN stops half-way), `fail_next` (NameNode 503s to give), `delay` (per OPEN)."""
+    whose first OPEN stops half-way), `short` (paths served one byte short, Content-Length
+    agreeing), `fail_next` (NameNode 503s to give), `delay` (per OPEN)."""
 
     files: dict[str, HdfsFile]
     checksum: Callable[[HdfsFile], dict[str, Any]] = naive_hdfs_checksum
     delay: float = 0.0
     corrupt: set[str] = field(default_factory=set)
     cut_once: set[str] = field(default_factory=set)
+    short: set[str] = field(default_factory=set)
     fail_next: int = 0
     opens: list[tuple[str, int]] = field(default_factory=list)
     users: set[str] = field(default_factory=set)
@@ -184,6 +192,10 @@ class FakeHdfs:
         try:
             time.sleep(self.delay)
             data = f.data[offset:]
+            if "length" in query:
+                data = data[: int(query["length"])]
+            if path in self.short and data:  # the file shrank under the reader
+                data = data[:-1]
             if path in self.corrupt and data:
                 data = bytes([data[0] ^ 0x01]) + data[1:]
             handler.send_response(200)
@@ -325,8 +337,9 @@ def remote(name: str, checksum: str | None, length: int = 10) -> RemoteFile:
 def test_plan_reuses_what_the_cache_holds_by_content() -> None:
     a, b, c = remote("a", "aa"), remote("b", "bb"), remote("c", None)
     moved = remote("moved/a", "aa")  # same content elsewhere: same object
-    download, reuse = plan([a, b, c, moved], {a.key})
-    assert [r.relpath for r in download] == ["b", "c"]
+    twin = remote("twin/b", "bb")  # identical files to download: fetched once, placed twice
+    download, reuse = plan([a, b, c, moved, twin], {a.key})
+    assert [[r.relpath for r in group] for group in download.values()] == [["b", "twin/b"], ["c"]]
     assert [r.relpath for r in reuse] == ["a", "moved/a"]
     assert remote("a", "aa", length=11).key != a.key
 
@@ -354,22 +367,29 @@ def test_namenode_location_refuses(source: str, default_fs: str | None) -> None:
 # ---- staging against the fake -------------------------------------------------------------------
 
 
+def meta_of(cache: Path, data: bytes, algorithm_path: str, hdfs: FakeHdfs) -> dict[str, Any]:
+    key = RemoteFile(
+        "x",
+        FileStatus(algorithm_path, "FILE", len(data), 4096, 1),
+        FileChecksum.from_json(naive_hdfs_checksum(hdfs.files[algorithm_path])),
+    ).key
+    found: dict[str, Any] = json.loads((cache / "meta" / f"{key}.json").read_text())
+    return found
+
+
 def test_first_stage_downloads_everything(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path) -> None:
     report = stage(client, tmp_path)
     assert tree(tmp_path / "models") == expected_tree(hdfs.files)
-    assert (report.downloaded, report.reused, report.unverified) == (5, 0, ())
+    assert (report.downloaded, report.reused, report.verify) == (5, 0, "hdfs")
     assert report.bytes_downloaded == sum(len(f.data) for f in hdfs.files.values())
     assert hdfs.users == {"tarn"}
-    manifest = json.loads((tmp_path / "cache" / "manifest.json").read_text())["files"]
-    entry = manifest["hdfs://nn:8020/models/onnx/1/model.onnx"]
-    assert entry["algorithm"] == "MD5-of-8MD5-of-512CRC32C"
-    assert entry["checksum"] == naive_hdfs_checksum(hdfs.files["/models/onnx/1/model.onnx"])["bytes"]
-    assert (entry["length"], entry["modification_time"], entry["verified"]) == (
-        13288,
-        1_700_000_000_000,
-        "content",
-    )
+    onnx = hdfs.files["/models/onnx/1/model.onnx"].data
+    meta = meta_of(tmp_path / "cache", onnx, "/models/onnx/1/model.onnx", hdfs)
+    assert meta["algorithm"] == "MD5-of-8MD5-of-512CRC32C"
+    assert meta["checksum"] == naive_hdfs_checksum(hdfs.files["/models/onnx/1/model.onnx"])["bytes"]
+    assert (meta["length"], meta["verified"], meta["crc32"]) == (13288, "hdfs", [zlib.crc32(onnx)])
     assert not any((tmp_path / "cache" / "partial").iterdir())
+    assert ("/models/empty/1/.keep", 0) not in hdfs.opens  # nothing to read in an empty file
 
 
 def test_restart_downloads_nothing_unchanged(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path) -> None:
@@ -379,6 +399,16 @@ def test_restart_downloads_nothing_unchanged(hdfs: FakeHdfs, client: WebHdfsClie
     assert (report.downloaded, report.reused, report.bytes_downloaded) == (0, 5, 0)
     assert hdfs.opens == []
     assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+
+
+def test_another_service_on_the_node_downloads_nothing(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path
+) -> None:
+    stage(client, tmp_path)
+    hdfs.opens.clear()
+    other = stage_repository("hdfs://nn:8020/models", tmp_path / "other", tmp_path / "cache", client)
+    assert (other.downloaded, other.bytes_downloaded, hdfs.opens) == (0, 0, [])
+    assert tree(tmp_path / "other") == expected_tree(hdfs.files)
 
 
 def test_a_changed_file_is_downloaded_alone(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path) -> None:
@@ -391,24 +421,53 @@ def test_a_changed_file_is_downloaded_alone(hdfs: FakeHdfs, client: WebHdfsClien
     assert tree(tmp_path / "models") == expected_tree(hdfs.files)
 
 
-def test_corrupt_bytes_fail_and_leave_nothing(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path) -> None:
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_a_cache_file_changed_on_the_node_is_fetched_again(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    stage(client, tmp_path)
+    shutil.rmtree(tmp_path / "models")  # the instance is gone; its cache files stay
+    hdfs.opens.clear()
+    onnx = next(p for p in (tmp_path / "cache" / "objects").iterdir() if p.stat().st_size == 13288)
+    onnx.chmod(0o644)
+    data = bytearray(onnx.read_bytes())
+    if damage == "flip":
+        data[5000] ^= 0x10
+    else:
+        del data[-1:]
+    onnx.write_bytes(bytes(data))
+    caplog.set_level(logging.WARNING)
+    report = stage(client, tmp_path)
+    assert (report.downloaded, report.refetched, report.reused) == (1, 1, 4)
+    assert hdfs.opens == [("/models/onnx/1/model.onnx", 0)]
+    assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+    assert "onnx/1/model.onnx: the node cache's copy changed" in caplog.text
+
+
+def test_corrupt_bytes_are_caught_by_recomputing_and_leave_nothing(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path
+) -> None:
     hdfs.corrupt.add("/models/onnx/1/model.onnx")
     with pytest.raises(
         StagingError, match=r"model\.onnx: content does not match HDFS's MD5-of-8MD5-of-512CRC32C"
     ):
-        stage(client, tmp_path, workers=1)
+        stage(client, tmp_path, workers=1, verify="recompute")
     assert not (tmp_path / "models").exists()
     # one more try, then give up
     assert [p for p, _offset in hdfs.opens].count("/models/onnx/1/model.onnx") == 2
-    cache = tmp_path / "cache"
-    manifest = (
-        json.loads((cache / "manifest.json").read_text())["files"]
-        if (cache / "manifest.json").exists()
-        else {}
-    )
-    assert not any("model.onnx" in source for source in manifest)
-    assert len(list((cache / "objects").iterdir())) == len(manifest)  # only the verified files
-    assert not any((cache / "partial").iterdir())
+    objects = list((tmp_path / "cache" / "objects").iterdir())
+    metas = [json.loads(m.read_text()) for m in (tmp_path / "cache" / "meta").iterdir()]
+    assert len(objects) == len(metas)  # only what was verified, each with its meta
+    assert all(meta["verified"] == "recomputed" for meta in metas)
+    assert all(o.stat().st_size != 13288 for o in objects)
+    assert not any((tmp_path / "cache" / "partial").iterdir())
+
+
+def test_a_short_read_fails_on_its_length(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path) -> None:
+    hdfs.short.add("/models/simple/1/model.py")
+    with pytest.raises(StagingError, match=r"model\.py: downloaded 759 bytes, HDFS says 760"):
+        stage(client, tmp_path)
+    assert not (tmp_path / "models").exists()
 
 
 def test_a_stream_cut_mid_way_resumes_at_its_offset(
@@ -431,15 +490,67 @@ def test_downloads_run_in_parallel_within_the_bound(tmp_path: Path) -> None:
     assert fake.peak == 3
 
 
-def test_files_above_the_limit_are_not_verified_and_say_so(
-    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_two_instances_staging_at_once_download_each_file_once(tmp_path: Path) -> None:
+    files = {f"/models/m{i}/1/model.bin": HdfsFile(noise(3000 + i, i)) for i in range(6)}
+    fake = FakeHdfs(files, delay=0.1)
+    reports = []
+    try:
+        client = WebHdfsClient(fake.url, SimpleAuth("tarn"))
+
+        def instance(name: str) -> None:
+            reports.append(
+                stage_repository("hdfs://nn:8020/models", tmp_path / name, tmp_path / "cache", client, 2)
+            )
+
+        threads = [threading.Thread(target=instance, args=(name,)) for name in ("a", "b")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        fake.close()
+    assert sorted(p for p, _offset in fake.opens) == sorted(files)  # one read per file, in all
+    assert sum(r.downloaded for r in reports) == 6
+    assert sum(r.waited for r in reports) == 6  # the other instance linked what the first fetched
+    for name in ("a", "b"):
+        assert tree(tmp_path / name) == expected_tree(files)
+
+
+def test_big_files_are_read_in_parallel_ranges(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    caplog.set_level(logging.WARNING)
-    report = stage(client, tmp_path, verify_limit=10_000)
-    assert report.unverified == ("onnx/1/model.onnx",)
-    assert "onnx/1/model.onnx: content not verified, length only" in caplog.text
-    manifest = json.loads((tmp_path / "cache" / "manifest.json").read_text())["files"]
-    assert manifest["hdfs://nn:8020/models/onnx/1/model.onnx"]["verified"] == "length"
+    monkeypatch.setattr(staging, "PIECE_BYTES", 4096)
+    monkeypatch.setattr(staging, "RANGE_MIN_BYTES", 8192)  # only model.onnx (13288 bytes)
+    stage(client, tmp_path, workers=4)
+    assert sorted(o for p, o in hdfs.opens if p == "/models/onnx/1/model.onnx") == [0, 4096, 8192, 12288]
+    assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+    onnx = hdfs.files["/models/onnx/1/model.onnx"].data
+    meta = meta_of(tmp_path / "cache", onnx, "/models/onnx/1/model.onnx", hdfs)
+    assert meta["crc32"] == [zlib.crc32(onnx[i : i + 4096]) for i in range(0, len(onnx), 4096)]
+    # and the start-up check reads them back piece by piece
+    shutil.rmtree(tmp_path / "models")
+    assert stage(client, tmp_path, workers=4).reused == 5
+
+
+def test_the_cache_stays_within_its_bound_and_keeps_files_in_use(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    stage(client, tmp_path)  # repository 1, served from tmp_path/models: in use
+    others = {f"/other/f{i}": HdfsFile(noise(10_000, 100 + i)) for i in range(3)}
+    hdfs.files.update(others)
+    second = stage_repository("hdfs://nn:8020/other", tmp_path / "other", cache, client, max_cache_bytes=1)
+    assert second.evicted == 0  # everything cached is in use by one repository or the other
+    assert tree(tmp_path / "models") == expected_tree(
+        {k: v for k, v in hdfs.files.items() if k.startswith("/models/")}
+    )
+    shutil.rmtree(tmp_path / "models")  # that instance stopped: its files may go now
+    bound = 30_000 + 13288
+    third = stage_repository("hdfs://nn:8020/other", tmp_path / "other", cache, client, max_cache_bytes=bound)
+    assert third.evicted >= 1
+    assert third.downloaded == 0
+    assert sum(p.stat().st_size for p in (cache / "objects").iterdir()) <= bound
+    assert tree(tmp_path / "other") == {k.removeprefix("/other/"): v.data for k, v in others.items()}
 
 
 def test_a_foreign_directory_is_not_replaced(client: WebHdfsClient, tmp_path: Path) -> None:
@@ -460,6 +571,47 @@ def test_cache_objects_are_read_only_links(hdfs: FakeHdfs, client: WebHdfsClient
     staged = tmp_path / "models" / "simple" / "config.pbtxt"
     assert staged.stat().st_nlink == 2
     assert staged.stat().st_mode & 0o222 == 0
+
+
+def test_progress_is_logged(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    stage(client, tmp_path, progress_interval_s=0.0)
+    assert "staging: 0.00 of 0.00 GiB (100 %), 5 of 5 files" in caplog.text
+
+
+# ---- decisions of the cache and the ranges --------------------------------------------------------
+
+
+def test_ranges_split_big_files_on_piece_boundaries() -> None:
+    piece = PIECE_BYTES
+    assert ranges(1000, 4) == [(0, 1000)]
+    assert ranges(10 * piece, 1) == [(0, 10 * piece)]
+    assert ranges(10 * piece + 5, 4) == [
+        (0, 3 * piece),
+        (3 * piece, 3 * piece),
+        (6 * piece, 3 * piece),
+        (9 * piece, piece + 5),
+    ]
+    assert sum(n for _o, n in ranges(512 << 20, 4)) == 512 << 20
+
+
+def test_eviction_goes_least_recently_used_first_and_spares_files_in_use() -> None:
+    objects = [
+        StoredObject("old", 100, 1.0, 1),
+        StoredObject("in-use", 100, 0.5, 2),
+        StoredObject("needed", 100, 0.1, 1),
+        StoredObject("new", 100, 9.0, 1),
+    ]
+    assert to_evict(objects, keep={"needed"}, bound=300) == ["old"]
+    assert to_evict(objects, keep={"needed"}, bound=0) == ["old", "new"]
+    assert to_evict(objects, keep=set(), bound=400) == []
+
+
+def test_progress_line() -> None:
+    line = progress_line(1 << 30, 4 << 30, 3, 10, 4.0)
+    assert line == "staging: 1.00 of 4.00 GiB (25 %), 3 of 10 files, 256 MiB/s, about 12 s left"
 
 
 # ---- the client's retries -----------------------------------------------------------------------
@@ -524,34 +676,6 @@ def test_resolve_stages_hdfs(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Pa
     assert os.listdir(tmp_path / "c" / "partial") == []
 
 
-# ---- big files: verified in worker processes ------------------------------------------------------
-
-
-@pytest.mark.parametrize("corrupt", [False, True])
-def test_big_files_are_verified_in_processes(
-    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, corrupt: bool
-) -> None:
-    monkeypatch.setattr(staging, "OFFLOAD_MIN_BYTES", 10_000)  # only model.onnx (13288 bytes)
-    streamed: list[int] = []
-    real_hasher_for = hdfs_checksum.hasher_for
-
-    def spy(checksum: hdfs_checksum.Md5Md5Crc, status: FileStatus) -> Md5Md5CrcHasher:
-        streamed.append(status.length)
-        return real_hasher_for(checksum, status)
-
-    monkeypatch.setattr(staging, "hasher_for", spy)
-    if corrupt:
-        hdfs.corrupt.add("/models/onnx/1/model.onnx")
-        with pytest.raises(StagingError, match="content does not match"):
-            stage(client, tmp_path, verify_processes=2)
-        assert not (tmp_path / "models").exists()
-    else:
-        report = stage(client, tmp_path, verify_processes=2)
-        assert (report.downloaded, report.unverified) == (5, ())
-        assert tree(tmp_path / "models") == expected_tree(hdfs.files)
-    assert 13288 not in streamed  # checked in a worker process, not in the download stream
-
-
 # Known answers from a real HDFS (the lab's Hadoop 3.4.2): GETFILECHECKSUM of these contents.
 HADOOP_3_4_2_ANSWERS = [
     # one block: the block MD5 is followed by 16 zero bytes of buffer before the file MD5
@@ -572,3 +696,23 @@ def test_checksum_matches_a_real_hdfs(
     hasher = Md5Md5CrcHasher(expected.crc_type, expected.bytes_per_crc, block_size)
     hasher.update(data)
     assert hasher.digest() == expected.md5
+
+
+# ---- where the launcher puts its cache -------------------------------------------------------------
+
+
+def test_the_launcher_uses_the_node_cache_when_it_is_there(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    node = tmp_path / "node-cache"
+    environ = {"LOCAL_DIRS": f"{tmp_path}/app,{tmp_path}/app2"}
+    missing = argparse.Namespace(model_cache_dir=str(node))
+    caplog.set_level(logging.WARNING)
+    assert launcher_cache_dir(missing, environ) == tmp_path / "app" / "tarn-model-cache"
+    assert f"model cache {node} is not a writable directory on this node" in caplog.text
+    node.mkdir()
+    assert launcher_cache_dir(missing, environ) == node
+    assert (
+        launcher_cache_dir(argparse.Namespace(model_cache_dir=None), environ)
+        == tmp_path / "app" / "tarn-model-cache"
+    )

@@ -132,6 +132,27 @@ class TarnConfig:
              "C(/path) (an HDFS NFS gateway mount on every NodeManager).",
              "Required with O(state=present) and O(state=started)."),
     )  # fmt: skip
+    model_cache_dir: str | None = option(
+        None, "--model-cache-dir", group="what to serve", launcher=True,
+        help="the node model cache, shared by every TARN service on a NodeManager (the yarn_nodemanager "
+        "role's /var/lib/tarn/model-cache); default: one per application",
+        doc=("Directory on every NodeManager where staged model files are cached, shared by every TARN "
+             "instance and service on the node (the C(yarn_nodemanager) role creates "
+             "C(/var/lib/tarn/model-cache) and allows it as a Docker mount).",
+             "Default: a cache per application in its YARN local directory."),
+    )  # fmt: skip
+    model_cache_max_gib: float = option(
+        100.0, "--model-cache-max-gib", group="what to serve", type=float, launcher=True,
+        help="bound of the model cache in GiB (least recently used files go first; files in use never)",
+    )  # fmt: skip
+    model_verify: str = option(
+        "hdfs", "--model-verify", group="what to serve", choices=("hdfs", "recompute"), launcher=True,
+        help="hdfs: trust the DataNode's checksum-verified read, check lengths; recompute: also "
+        "recompute HDFS's file checksum here (CPU-bound, slower)",
+        doc=("How staged bytes are checked. C(hdfs) (default): the DataNode verifies every chunk's CRC "
+             "as it serves WebHDFS, TARN checks lengths and keeps CRC-32s for the start-up check. "
+             "C(recompute): also recomputes HDFS's MD5-of-MD5-of-CRC32C checksum on the node.",),
+    )  # fmt: skip
     image: str | None = option(
         None, "--image", group="what to serve", help="Triton Docker image (docker runtime)",
         doc=("Triton Docker image (C(--runtime docker)); required with the Docker runtime.",),
@@ -626,6 +647,15 @@ def _check_model_repository(c: TarnConfig) -> None:
     if not c.model_repository:
         _fail("--model-repository", "is required", "give hdfs:///path or an absolute /path")
     _require_storage_path("--model-repository", c.model_repository)
+    if c.model_cache_dir is not None:
+        _require_safe("--model-cache-dir", c.model_cache_dir)
+        if not c.model_cache_dir.startswith("/") or ".." in c.model_cache_dir.split("/"):
+            _fail("--model-cache-dir", f"{_show(c.model_cache_dir)} is not an absolute path",
+                  "give the node cache directory, e.g. /var/lib/tarn/model-cache")  # fmt: skip
+    if not c.model_cache_max_gib > 0:
+        _fail("--model-cache-max-gib", f"{c.model_cache_max_gib} is not positive", "give GiB, e.g. 100")
+    if c.model_verify not in ("hdfs", "recompute"):
+        _fail("--model-verify", f"{_show(c.model_verify)} is unknown", "use hdfs or recompute")
 
 
 def _check_image(c: TarnConfig) -> None:

@@ -248,12 +248,15 @@ class WebHdfsClient:
         obj = self._json("GET", path, "GETFILECHECKSUM").get("FileChecksum")
         return FileChecksum.from_json(obj) if obj else None
 
-    def read(self, path: str, chunk_size: int = 1 << 20) -> Iterator[bytes]:
-        """The file's bytes in chunks; a stream cut off mid-way resumes where it stopped."""
-        offset = 0
+    def read(
+        self, path: str, chunk_size: int = 1 << 20, *, offset: int = 0, length: int | None = None
+    ) -> Iterator[bytes]:
+        """The file's bytes in chunks, from `offset` for `length` bytes (default: to the end); a
+        stream cut off mid-way resumes where it stopped."""
         failures = 0
-        while True:
-            url = self._url(path, "OPEN", offset=str(offset))
+        while length is None or length > 0:
+            params = {"offset": str(offset)} | ({"length": str(length)} if length is not None else {})
+            url = self._url(path, "OPEN", **params)
             reply = self._retrying(f"OPEN {path}", functools.partial(self._open, "GET", url))
             try:
                 with reply:
@@ -261,6 +264,8 @@ class WebHdfsClient:
                     while chunk := reply.read(chunk_size):
                         offset += len(chunk)
                         got += len(chunk)
+                        if length is not None:
+                            length -= len(chunk)
                         yield chunk
                 # http.client's read(n) ends quietly when the peer closes early: check the length
                 if declared is not None and got < int(declared):

@@ -1,9 +1,10 @@
 """The Triton launcher: the command of every `triton` container (standard library only).
 
 1. Puts the model repository in place: an hdfs:// repository is staged through WebHDFS into
-   ./models, through a node-local cache in the application's YARN local directory (it outlives
-   container restarts, so a restarted instance downloads nothing unchanged); a /path (an HDFS
-   NFS gateway mount) is served in place.
+   ./models, through the node's model cache (``--model-cache-dir``, shared by every instance and
+   service on the node; else one in the application's YARN local directory, which outlives
+   container restarts), so nothing unchanged is downloaded twice; a /path (an HDFS NFS gateway
+   mount) is served in place.
 2. Turns the JCEKS secrets into environment variables of the tritonserver process only
    (huggingface.token → HUGGING_FACE_HUB_TOKEN, tarn.env.X → X). Values are never printed.
 3. Execs tritonserver with the instance's ports, GPU metrics on, and the model control mode that
@@ -43,7 +44,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--secrets-password-file", help="file holding the keystore password")
     parser.add_argument("--instance-id", type=int, default=0)
     parser.add_argument("--webhdfs-url", help="NameNode HTTP URL (default: from $HADOOP_CONF_DIR)")
-    parser.add_argument("--cache-dir", help="node-local model cache (default: in $LOCAL_DIRS)")
     parser.add_argument("--tritonserver", default="tritonserver")
     parser.add_argument("--mpirun", default="mpirun", help="Open MPI's mpirun, for tp x pp > 1")
     parser.add_argument("--download-workers", type=int, default=4)
@@ -65,8 +65,14 @@ def instance_ports(args: argparse.Namespace) -> tuple[int, int, int]:
 
 
 def cache_dir(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
-    if args.cache_dir:
-        return Path(args.cache_dir)
+    """The node's model cache when one is set up here, else one in the application's directory."""
+    if args.model_cache_dir:
+        node = Path(args.model_cache_dir)
+        if node.is_dir() and os.access(node, os.W_OK | os.X_OK):
+            return node
+        log.warning(
+            "model cache %s is not a writable directory on this node: using one per application", node
+        )
     local_dirs = [d for d in environ.get("LOCAL_DIRS", "").split(",") if d]
     if local_dirs:  # the application's directory on this node: kept across container restarts
         return Path(local_dirs[0]) / "tarn-model-cache"
@@ -142,8 +148,8 @@ def prepare_repository(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         cache_dir=cache_dir(args, environ),
         client=client,
         workers=args.download_workers,
-        # Verify in the download threads: spawned processes cannot re-import a zipapp's __main__.
-        verify_processes=0,
+        verify=args.model_verify,
+        max_cache_bytes=int(args.model_cache_max_gib * 2**30),
     )
 
 

@@ -1,62 +1,55 @@
 """Stage Triton's model repository: an hdfs:// repository is copied to a container-local
 directory; a local path (an HDFS NFS gateway mount) is used in place. Standard library only.
 
-The copy goes through a node-local cache, so a restarted instance re-downloads nothing unchanged:
+The copy goes through the node's model cache (:mod:`tarn.stdlib.launcher.cache`), shared by every
+instance and service on the NodeManager: an unchanged file is never fetched twice, a changed one
+(a new HDFS checksum) is fetched alone, and two instances staging the same file at once fetch it
+once (the second waits for the first's claim, then links its copy).
 
-    cache_dir/
-      manifest.json     per source file: length, modificationTime, HDFS checksum (algorithm and
-                        bytes), the cache object holding it, and how it was verified
-      objects/<key>     verified, read-only file contents; the key is derived from HDFS's checksum
-                        and length, so identical files share one object
-      partial/          downloads in progress (a crash leaves them here, never in objects/)
+How the bytes are known to be HDFS's (``verify="hdfs"``, the default): a WebHDFS OPEN is served by
+the DataNode through HDFS's own client with checksum verification on, so every 512-byte chunk is
+checked against the block's stored CRC as it is read (a corrupt replica fails the read and HDFS
+reports it); TARN checks that every range arrived whole (lengths) and keeps a CRC-32 of each piece
+of what it wrote, computed in the stream at C speed. ``verify="recompute"`` also recomputes HDFS's
+MD5-of-MD5-of-CRC32C here and matches GETFILECHECKSUM (catches a fault between the DataNode and
+this disk; pure Python, ~100 MB/s per core: the slowest part of a staging then).
 
-A download streams into partial/, is checked (length, then content against HDFS's checksum,
-recomputed locally: see webhdfs.py), fsynced and renamed into objects/ atomically, and only then
-recorded in the manifest. Files are then hard-linked (or copied, across file systems) into the
-target directory. Content checks are skipped, with a warning and a mark in the report, only where
-they cannot be made (no checksum, an algorithm not recomputable, erasure coding) or for files
-above `verify_limit` bytes when one is set.
+Each start checks every reused file against its CRC-32s (length and content: a truncated or
+edited cache file is fetched again before Triton starts); ~0.25 s per GiB from the page cache.
+
+Files of RANGE_MIN_BYTES or more are fetched as parallel range reads (OPEN offset/length), the rest
+several files at a time; progress (bytes, files, rate, time left) is logged every few seconds.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
-import fcntl
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
 import posixpath
 import shutil
-import tempfile
+import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
-from tarn.stdlib.hdfs_checksum import (
-    Md5Md5Crc,
-    checksum_block_size,
-    file_md5md5crc,
-    hasher_for,
-    parse_checksum,
-)
+from tarn.stdlib.hdfs_checksum import Md5Md5Crc, checksum_block_size, file_md5md5crc, parse_checksum
+from tarn.stdlib.launcher.cache import PIECE_BYTES, Claim, NodeCache, ObjectMeta, pieces
 from tarn.stdlib.webhdfs import FileChecksum, FileStatus, WebHdfsClient, WebHdfsError
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
 MARKER = ".tarn-staged"  # marks a target directory as TARN's to empty and refill
-PARTIAL_MAX_AGE_S = 24 * 3600  # partial downloads older than this are leftovers of a crash
-# Files at least this big are verified in worker processes: the CRC is CPU-bound pure Python and
-# threads share one interpreter lock. Smaller ones are checked in the download stream.
-OFFLOAD_MIN_BYTES = 8 << 20
-
-#: Recomputes HDFS's checksum of a finished download: (local file, expected, block size) -> MD5.
-Verifier = Callable[[str, Md5Md5Crc, int], bytes]
+RANGE_MIN_BYTES = 2 * PIECE_BYTES  # files this big are fetched in parallel ranges
+PROGRESS_INTERVAL_S = 5.0
+Verify = Literal["hdfs", "recompute"]
+VERIFY_MODES: tuple[Verify, ...] = ("hdfs", "recompute")
 
 
 class StagingError(Exception):
@@ -82,52 +75,69 @@ class RemoteFile:
 
 
 @dataclass(frozen=True)
-class CacheEntry:
-    """The manifest's record of one source file."""
-
-    length: int
-    modification_time: int
-    algorithm: str | None
-    checksum: str | None
-    object: str
-    verified: str  # "content" or "length"
-
-
-@dataclass(frozen=True)
 class StageReport:
     source: str
     target: Path
-    downloaded: int
-    reused: int
+    downloaded: int  # files fetched from HDFS by this stager
+    reused: int  # files linked from the cache
     bytes_downloaded: int
     bytes_reused: int
     seconds: float
-    unverified: tuple[str, ...] = ()  # files whose content could not be or was not checked
+    waited: int = 0  # of the reused: fetched meanwhile by another stager on this node
+    refetched: int = 0  # of the downloaded: cached, but changed on this node since
+    evicted: int = 0  # objects removed to keep the cache within its bound
+    verify: Verify = "hdfs"
 
     def summary(self) -> str:
         mib = self.bytes_downloaded / 2**20
         rate = mib / self.seconds if self.seconds > 0 else 0.0
         text = (
             f"staged {self.source} into {self.target}: {self.downloaded} downloaded ({mib:.1f} MiB, "
-            f"{rate:.1f} MiB/s), {self.reused} reused from the cache, {self.seconds:.2f} s"
+            f"{rate:.1f} MiB/s), {self.reused} reused from the node cache "
+            f"({self.bytes_reused / 2**20:.1f} MiB), {self.seconds:.2f} s"
         )
-        return text + (f"; {len(self.unverified)} not content-verified" if self.unverified else "")
+        extras = [
+            f"{self.waited} fetched meanwhile by another instance" if self.waited else "",
+            f"{self.refetched} changed in the cache and fetched again" if self.refetched else "",
+            f"{self.evicted} old cache files evicted" if self.evicted else "",
+        ]
+        return "; ".join([text, *filter(None, extras)]) + f" [verified: {self.verify}]"
 
 
 # ---- decisions (pure) ------------------------------------------------------------------------
 
 
-def plan(files: Iterable[RemoteFile], cached: set[str]) -> tuple[list[RemoteFile], list[RemoteFile]]:
-    """(to download, to reuse): a file is reused when the cache holds an object for its key."""
-    download: list[RemoteFile] = []
+def plan(
+    files: Iterable[RemoteFile], cached: set[str]
+) -> tuple[dict[str, list[RemoteFile]], list[RemoteFile]]:
+    """(to download, by key: identical files are fetched once; to reuse from the cache)."""
+    download: dict[str, list[RemoteFile]] = {}
     reuse: list[RemoteFile] = []
     for remote in files:
-        (reuse if remote.key in cached else download).append(remote)
+        if remote.key in cached:
+            reuse.append(remote)
+        else:
+            download.setdefault(remote.key, []).append(remote)
     return download, reuse
 
 
-def content_check(remote: RemoteFile, verify_limit: int | None) -> tuple[Md5Md5Crc | None, str | None]:
-    """(the checksum to recompute, None) or (None, why the content cannot or will not be checked)."""
+def ranges(length: int, workers: int) -> list[tuple[int, int]]:
+    """(offset, length) of the range reads of one file: one for a small file, else up to `workers`
+    parts on piece boundaries (each part's CRCs are then whole pieces)."""
+    if length < RANGE_MIN_BYTES or workers < 2:
+        return [(0, length)]
+    per_part = -(-length // workers)
+    part = -(-per_part // PIECE_BYTES) * PIECE_BYTES
+    return [(start, min(part, length - start)) for start in range(0, length, part)]
+
+
+def usable(meta: ObjectMeta | None, verify: Verify) -> bool:
+    """A cached object can stand in for the file when it was verified at least as asked."""
+    return meta is not None and (verify == "hdfs" or meta.verified == "recomputed")
+
+
+def recompute_target(remote: RemoteFile) -> tuple[Md5Md5Crc | None, str | None]:
+    """(the checksum to recompute, None) or (None, why HDFS's checksum cannot be recomputed)."""
     if remote.checksum is None:
         return None, "HDFS gave no checksum"
     if remote.status.erasure_coded:
@@ -135,8 +145,6 @@ def content_check(remote: RemoteFile, verify_limit: int | None) -> tuple[Md5Md5C
     parsed = parse_checksum(remote.checksum)
     if parsed is None:
         return None, f"checksum algorithm {remote.checksum.algorithm} is not recomputed here"
-    if verify_limit is not None and remote.status.length > verify_limit:
-        return None, f"{remote.status.length} bytes is above the verification limit of {verify_limit}"
     return parsed, None
 
 
@@ -152,11 +160,6 @@ def check_download(
     return None
 
 
-def usable_objects(manifest: dict[str, CacheEntry], sizes: dict[str, int]) -> set[str]:
-    """Objects the manifest records and the cache holds at the recorded length."""
-    return {entry.object for entry in manifest.values() if sizes.get(entry.object) == entry.length}
-
-
 def safe_relpath(root: str, path: str) -> str:
     """`path` relative to `root`, refusing anything that would land outside the target."""
     relpath = posixpath.relpath(path, root)
@@ -165,137 +168,63 @@ def safe_relpath(root: str, path: str) -> str:
     return relpath
 
 
-# ---- the node-local cache (thin I/O) ---------------------------------------------------------
+def progress_line(done: int, total: int, files_done: int, files: int, elapsed: float) -> str:
+    """One progress line: bytes, files, rate and the time left at that rate."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    left = f"about {(total - done) / rate:.0f} s left" if rate > 0 else "time left unknown"
+    share = 100 * done / total if total else 100.0
+    return (
+        f"staging: {done / 2**30:.2f} of {total / 2**30:.2f} GiB ({share:.0f} %), {files_done} of {files} "
+        f"files, {rate / 2**20:.0f} MiB/s, {left}"
+    )
 
 
-class Cache:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.objects = root / "objects"
-        self.partial = root / "partial"
-        self.objects.mkdir(parents=True, exist_ok=True)
-        self.partial.mkdir(parents=True, exist_ok=True)
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """The manifest is shared by every stager on the node: one writer at a time."""
-        with open(self.root / ".lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    def manifest(self) -> dict[str, CacheEntry]:
-        try:
-            data = json.loads((self.root / MANIFEST).read_text())
-            return {source: CacheEntry(**entry) for source, entry in data["files"].items()}
-        except FileNotFoundError:
-            return {}
-        except (ValueError, KeyError, TypeError) as exc:
-            log.warning("cache manifest %s is unreadable (%s): starting afresh", self.root / MANIFEST, exc)
-            return {}
-
-    def record(self, source: str, entry: CacheEntry) -> None:
-        with self._locked():
-            entries = self.manifest()
-            entries[source] = entry
-            payload = {"version": 1, "files": {s: asdict(e) for s, e in sorted(entries.items())}}
-            _write_atomically(self.root / MANIFEST, json.dumps(payload, indent=1).encode())
-
-    def object_sizes(self) -> dict[str, int]:
-        return {p.name: p.stat().st_size for p in self.objects.iterdir() if p.is_file()}
-
-    def sweep_partials(self, now: float) -> None:
-        for leftover in self.partial.iterdir():
-            with contextlib.suppress(OSError):
-                if now - leftover.stat().st_mtime > PARTIAL_MAX_AGE_S:
-                    leftover.unlink()
+# ---- progress ----------------------------------------------------------------------------------
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+class Progress:
+    """Counts bytes and files as they land; logs a line every `interval` seconds."""
 
+    def __init__(self, total: int, files: int, interval: float = PROGRESS_INTERVAL_S) -> None:
+        self._total, self._files, self._interval = total, files, interval
+        self._done = self._files_done = 0
+        self._started = self._logged = time.monotonic()
+        self._lock = threading.Lock()
 
-def _download(
-    client: WebHdfsClient,
-    cache: Cache,
-    remote: RemoteFile,
-    verify_limit: int | None,
-    offload: Verifier | None,
-) -> CacheEntry:
-    """Fetch one file into the cache, verified; one more try if the bytes do not check out."""
-    expected, skipped = content_check(remote, verify_limit)
-    if skipped:
-        log.warning("%s: content not verified, length only: %s", remote.relpath, skipped)
-    for attempt in (1, 2):
-        problem = _fetch_object(client, cache, remote, expected, offload)
-        if problem is None:
-            checksum = remote.checksum
-            return CacheEntry(
-                length=remote.status.length,
-                modification_time=remote.status.modification_time,
-                algorithm=checksum.algorithm if checksum else None,
-                checksum=checksum.bytes if checksum else None,
-                object=remote.key,
-                verified="content" if expected else "length",
+    def add(self, count: int) -> None:
+        with self._lock:
+            self._done += count
+            self._maybe_log()
+
+    def file_done(self) -> None:
+        with self._lock:
+            self._files_done += 1
+            self._maybe_log()
+
+    def _maybe_log(self) -> None:
+        now = time.monotonic()
+        if now - self._logged >= self._interval:
+            self._logged = now
+            log.info(
+                "%s",
+                progress_line(self._done, self._total, self._files_done, self._files, now - self._started),
             )
-        log.warning("%s: %s (attempt %d of 2)", remote.relpath, problem, attempt)
-    raise StagingError(f"{remote.status.path}: {problem}")
 
 
-def _fetch_object(
-    client: WebHdfsClient,
-    cache: Cache,
-    remote: RemoteFile,
-    expected: Md5Md5Crc | None,
-    offload: Verifier | None,
-) -> str | None:
-    """Stream into partial/, check, rename into objects/; returns what was wrong, if anything."""
-    offloaded = expected is not None and offload is not None and remote.status.length >= OFFLOAD_MIN_BYTES
-    hasher = hasher_for(expected, remote.status) if expected and not offloaded else None
-    fd, tmp = tempfile.mkstemp(dir=cache.partial, prefix=f"{remote.key[:16]}.")
-    try:
-        size = 0
-        with os.fdopen(fd, "wb") as out:
-            for chunk in client.read(remote.status.path):
-                out.write(chunk)
-                size += len(chunk)
-                if hasher:
-                    hasher.update(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        md5 = hasher.digest() if hasher else None
-        if offloaded and offload and expected and size == remote.status.length:
-            md5 = offload(tmp, expected, checksum_block_size(expected, remote.status))
-        problem = check_download(remote, size, md5, expected)
-        if problem is None:
-            os.chmod(tmp, 0o444)  # a hard link into the target must not let anyone edit the cache
-            os.replace(tmp, cache.objects / remote.key)
-            return None
-        return problem
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+# ---- the steps (I/O) -----------------------------------------------------------------------------
 
 
-def _place(cache: Cache, remote: RemoteFile, target_dir: Path) -> None:
-    """Hard-link the cached object into the target; copy where a link cannot be made."""
+def _place(cache: NodeCache, remote: RemoteFile, target_dir: Path) -> None:
+    """Hard-link the cached object into the target (copy where a link cannot be made: another
+    file system, or another mount point, as in a Docker container); mark it used."""
     dest = target_dir.joinpath(*remote.relpath.split("/"))
     dest.parent.mkdir(parents=True, exist_ok=True)
-    source = cache.objects / remote.key
+    source = cache.object_path(remote.key)
     try:
         os.link(source, dest)
     except OSError:
         shutil.copyfile(source, dest)
+    cache.touch(remote.key)
 
 
 def _prepare_target(target_dir: Path, source: str) -> None:
@@ -311,96 +240,118 @@ def _prepare_target(target_dir: Path, source: str) -> None:
     (target_dir / MARKER).write_text(json.dumps({"source": source}) + "\n")
 
 
-# ---- the entry points ------------------------------------------------------------------------
+@dataclass
+class _Stager:
+    client: WebHdfsClient
+    cache: NodeCache
+    target_dir: Path
+    pool: concurrent.futures.ThreadPoolExecutor
+    workers: int
+    verify: Verify
+    progress: Progress
+
+    def check_cached(self, metas: dict[str, ObjectMeta]) -> dict[str, str]:
+        """Each cached object's pieces against their CRC-32s, in parallel: {key: problem}."""
+        jobs = [
+            (k, piece)
+            for k, meta in metas.items()
+            for piece in range(len(pieces(meta.length, meta.piece_bytes)))
+        ]
+        results = self.pool.map(lambda job: (job[0], *self.cache.check(job[0], metas[job[0]], job[1])), jobs)
+        problems: dict[str, str] = {}
+        for key, _piece, problem in results:
+            if problem and key not in problems:
+                problems[key] = problem
+        return problems
+
+    def read_part(self, remote: RemoteFile, fd: int, offset: int, length: int) -> tuple[list[int], int]:
+        """One range of the file into `fd` at its offset: (CRC-32 of each piece, bytes received)."""
+        crcs: list[int] = []
+        crc, in_piece, position = 0, 0, offset
+        for chunk in self.client.read(remote.status.path, offset=offset, length=length):
+            os.pwrite(fd, chunk, position)
+            position += len(chunk)
+            view = memoryview(chunk)
+            while view:  # split the chunk at piece boundaries
+                take = min(len(view), PIECE_BYTES - in_piece)
+                crc = zlib.crc32(view[:take], crc)
+                in_piece += take
+                view = view[take:]
+                if in_piece == PIECE_BYTES:
+                    crcs.append(crc)
+                    crc, in_piece = 0, 0
+            self.progress.add(len(chunk))
+        if in_piece or not crcs:
+            crcs.append(crc)
+        return crcs, position - offset
+
+    def fetch(self, key: str, files: list[RemoteFile], claim: Claim) -> None:
+        """Download one object (one more try if its bytes do not check out), publish it, place
+        every file that has it. Parts of a big file run in the pool: call from outside it."""
+        remote = files[0]
+        length = remote.status.length
+        try:
+            problem: str | None = "not fetched"
+            for attempt in (1, 2):
+                fd, partial = self.cache.new_partial(key)
+                try:
+                    os.ftruncate(fd, length)
+                    parts = ranges(length, self.workers)
+                    if len(parts) == 1:
+                        results = [self.read_part(remote, fd, *parts[0])]
+                    else:
+                        futures = [self.pool.submit(self.read_part, remote, fd, *part) for part in parts]
+                        wait_all(futures)
+                        results = [f.result() for f in futures]
+                    # No fsync: a copy torn by a crash fails the next start's CRC check and is
+                    # fetched again, so the page cache may write it back when it likes.
+                    received = sum(got for _crcs, got in results)
+                    problem = self._problem(remote, partial, received)
+                    if problem is None:
+                        crcs = tuple(crc for crcs, _got in results for crc in crcs)
+                        with self.cache.locked():
+                            self.cache.publish(key, partial, self._meta(remote, crcs))
+                            for each in files:
+                                _place(self.cache, each, self.target_dir)
+                        for _each in files:
+                            self.progress.file_done()
+                        return
+                finally:
+                    os.close(fd)
+                    Path(partial).unlink(missing_ok=True)
+                log.warning("%s: %s (attempt %d of 2)", remote.relpath, problem, attempt)
+            raise StagingError(f"{remote.status.path}: {problem}")
+        finally:
+            claim.release()
+
+    def _problem(self, remote: RemoteFile, partial: str, received: int) -> str | None:
+        expected = None
+        if self.verify == "recompute" and received == remote.status.length:
+            expected, why_not = recompute_target(remote)
+            if why_not:
+                log.warning("%s: HDFS's checksum not recomputed: %s", remote.relpath, why_not)
+        md5 = None
+        if expected is not None:
+            block_size = checksum_block_size(expected, remote.status)
+            md5 = file_md5md5crc(partial, expected.crc_type, expected.bytes_per_crc, block_size)
+        return check_download(remote, received, md5, expected)
+
+    def _meta(self, remote: RemoteFile, crcs: tuple[int, ...]) -> ObjectMeta:
+        checksum = remote.checksum
+        recomputed = self.verify == "recompute" and recompute_target(remote)[0] is not None
+        return ObjectMeta(
+            length=remote.status.length,
+            source=remote.status.path,
+            algorithm=checksum.algorithm if checksum else None,
+            checksum=checksum.bytes if checksum else None,
+            verified="recomputed" if recomputed else "hdfs",
+            piece_bytes=PIECE_BYTES,
+            crc32=crcs,
+        )
 
 
-def stage_repository(
-    source: str,
-    target_dir: Path,
-    cache_dir: Path,
-    client: WebHdfsClient,
-    workers: int = 4,
-    *,
-    verify_limit: int | None = None,
-    verify_processes: int | None = None,
-) -> StageReport:
-    """Copy the hdfs:// repository `source` into `target_dir` through the cache in `cache_dir`.
-
-    `workers` downloads run at once; files of OFFLOAD_MIN_BYTES or more are verified in up to
-    `verify_processes` worker processes (default: as many as `workers`, at most one per CPU;
-    0 verifies everything in the download threads). On failure the target directory is removed
-    (Triton must not serve half a repository); what was verified and cached stays cached.
-    """
-    started = time.monotonic()
-    root = urllib.parse.unquote(urllib.parse.urlsplit(source).path).rstrip("/") or "/"
-    base = source.rstrip("/")
-    cache = Cache(cache_dir)
-    cache.sweep_partials(time.time())
-    try:
-        with contextlib.ExitStack() as stack:
-            pool = stack.enter_context(concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)))
-            listed = client.walk(root)
-            if not listed:
-                raise StagingError(f"{source}: no files to stage")
-            relpaths = [safe_relpath(root, f.path) for f in listed]
-            checksums = list(pool.map(lambda f: client.checksum(f.path), listed))
-            files = [RemoteFile(r, f, c) for r, f, c in zip(relpaths, listed, checksums, strict=True)]
-            download, reuse = plan(files, usable_objects(cache.manifest(), cache.object_sizes()))
-            _prepare_target(target_dir, source)
-            offload = _verifier(stack, download, workers, verify_limit, verify_processes)
-
-            def fetch(remote: RemoteFile) -> None:
-                entry = _download(client, cache, remote, verify_limit, offload)
-                cache.record(f"{base}/{remote.relpath}", entry)
-                _place(cache, remote, target_dir)
-
-            for remote in reuse:
-                _place(cache, remote, target_dir)
-            _wait_all([pool.submit(fetch, remote) for remote in download])
-    except BaseException as exc:
-        if target_dir.is_dir() and (target_dir / MARKER).is_file():
-            shutil.rmtree(target_dir, ignore_errors=True)
-        if isinstance(exc, WebHdfsError):
-            raise StagingError(f"staging {source}: {exc}") from exc
-        raise
-    unverified = [remote.relpath for remote in download if content_check(remote, verify_limit)[1]]
-    return StageReport(
-        source=source,
-        target=target_dir,
-        downloaded=len(download),
-        reused=len(reuse),
-        bytes_downloaded=sum(r.status.length for r in download),
-        bytes_reused=sum(r.status.length for r in reuse),
-        seconds=time.monotonic() - started,
-        unverified=tuple(unverified),
-    )
-
-
-def _verifier(
-    stack: contextlib.ExitStack,
-    download: list[RemoteFile],
-    workers: int,
-    verify_limit: int | None,
-    processes: int | None,
-) -> Verifier | None:
-    """A process pool for the big files' checksums, when there are any and processes are allowed."""
-    big = [r for r in download if r.status.length >= OFFLOAD_MIN_BYTES and content_check(r, verify_limit)[0]]
-    count = min(len(big), processes if processes is not None else min(workers, os.cpu_count() or 1))
-    if count < 1:
-        return None
-    # spawn, not fork: this process runs threads, and fork copies their locks mid-flight
-    context = multiprocessing.get_context("spawn")
-    procs = stack.enter_context(concurrent.futures.ProcessPoolExecutor(max_workers=count, mp_context=context))
-
-    def verify(path: str, expected: Md5Md5Crc, block_size: int) -> bytes:
-        future = procs.submit(file_md5md5crc, path, expected.crc_type, expected.bytes_per_crc, block_size)
-        return future.result()
-
-    return verify
-
-
-def _wait_all(futures: list[concurrent.futures.Future[None]]) -> None:
-    """Wait for every download; on the first failure cancel those not started, then raise it."""
+def wait_all(futures: Sequence[concurrent.futures.Future[Any]]) -> None:
+    """Wait for every job; on the first failure cancel those not started, then raise it."""
     done, pending = concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
     failed = [f for f in done if f.exception() is not None]
     if failed:
@@ -412,6 +363,122 @@ def _wait_all(futures: list[concurrent.futures.Future[None]]) -> None:
         raise error
 
 
+# ---- the entry points ------------------------------------------------------------------------
+
+
+def stage_repository(
+    source: str,
+    target_dir: Path,
+    cache_dir: Path,
+    client: WebHdfsClient,
+    workers: int = 4,
+    *,
+    verify: Verify = "hdfs",
+    max_cache_bytes: int | None = None,
+    progress_interval_s: float = PROGRESS_INTERVAL_S,
+) -> StageReport:
+    """Copy the hdfs:// repository `source` into `target_dir` through the node cache in `cache_dir`.
+
+    `workers` reads run at once (files, or ranges of a big file). With `max_cache_bytes`, the
+    cache is kept within that bound, least recently used first, never evicting a file in use.
+    On failure the target directory is removed (Triton must not serve half a repository); what
+    was fetched and checked stays cached.
+    """
+    started = time.monotonic()
+    root = urllib.parse.unquote(urllib.parse.urlsplit(source).path).rstrip("/") or "/"
+    cache = NodeCache(cache_dir)
+    cache.sweep_partials()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            listed = client.walk(root)
+            if not listed:
+                raise StagingError(f"{source}: no files to stage")
+            relpaths = [safe_relpath(root, f.path) for f in listed]
+            checksums = list(pool.map(lambda f: client.checksum(f.path), listed))
+            files = [RemoteFile(r, f, c) for r, f, c in zip(relpaths, listed, checksums, strict=True)]
+            keys = {f.key for f in files}
+            found = {key: cache.meta(key) for key in keys}
+            metas = {key: meta for key, meta in found.items() if meta is not None and usable(meta, verify)}
+            stager = _Stager(client, cache, target_dir, pool, max(1, workers), verify, Progress(0, 0))
+            changed = stager.check_cached(metas)
+            for key, problem in changed.items():
+                names = ", ".join(f.relpath for f in files if f.key == key)
+                log.warning("%s: the node cache's copy changed (%s): fetching it again", names, problem)
+                with cache.locked():
+                    cache.remove(key)
+            download, reuse = plan(files, set(metas) - set(changed))
+            _prepare_target(target_dir, source)
+            need = sum(group[0].status.length for group in download.values())
+            stager.progress = Progress(need, sum(map(len, download.values())), progress_interval_s)
+            evicted = []
+            with cache.locked():
+                if max_cache_bytes is not None:
+                    evicted = cache.evict(max(0, max_cache_bytes - need), keep=keys)
+                for remote in reuse:
+                    _place(cache, remote, target_dir)
+            waited = _download(stager, download)
+            if max_cache_bytes is not None:
+                with cache.locked():
+                    evicted += cache.evict(max_cache_bytes, keep=keys)
+    except BaseException as exc:
+        if target_dir.is_dir() and (target_dir / MARKER).is_file():
+            shutil.rmtree(target_dir, ignore_errors=True)
+        if isinstance(exc, WebHdfsError):
+            raise StagingError(f"staging {source}: {exc}") from exc
+        raise
+    fetched = [group for key, group in download.items() if key not in waited]
+    return StageReport(
+        source=source,
+        target=target_dir,
+        downloaded=sum(map(len, fetched)),
+        reused=len(reuse) + sum(len(download[key]) for key in waited),
+        bytes_downloaded=sum(group[0].status.length for group in fetched),
+        bytes_reused=sum(r.status.length for r in reuse) + sum(download[k][0].status.length for k in waited),
+        seconds=time.monotonic() - started,
+        waited=sum(len(download[key]) for key in waited),
+        refetched=sum(1 for f in files if f.key in changed),
+        evicted=len(evicted),
+        verify=verify,
+    )
+
+
+def _download(stager: _Stager, download: dict[str, list[RemoteFile]]) -> set[str]:
+    """Fetch every object this stager can claim; then, for each one another stager on the node was
+    fetching, wait for its claim and link its copy (or fetch it, if that stager failed). Returns
+    the keys another stager fetched."""
+    claimed, busy = {}, []
+    for key in download:
+        claim = stager.cache.try_claim(key)
+        if claim is None:
+            busy.append(key)
+        elif stager.cache.meta(key):  # published by another stager since this one looked
+            claim.release()
+            busy.append(key)
+        else:
+            claimed[key] = claim
+    try:
+        small = [k for k in claimed if len(ranges(download[k][0].status.length, stager.workers)) == 1]
+        futures = [stager.pool.submit(stager.fetch, k, download[k], claimed.pop(k)) for k in small]
+        for key in list(claimed):  # big files one at a time, each in parallel ranges
+            stager.fetch(key, download[key], claimed.pop(key))
+        wait_all(futures)
+    finally:
+        for claim in claimed.values():
+            claim.release()
+    waited: set[str] = set()
+    for key in busy:
+        claim = stager.cache.wait_claim(key)
+        if stager.cache.meta(key):
+            with stager.cache.locked():
+                for remote in download[key]:
+                    _place(stager.cache, remote, stager.target_dir)
+            claim.release()
+            waited.add(key)
+        else:
+            stager.fetch(key, download[key], claim)
+    return waited
+
+
 def resolve_repository(
     source: str,
     *,
@@ -419,8 +486,8 @@ def resolve_repository(
     cache_dir: Path | None = None,
     client: WebHdfsClient | None = None,
     workers: int = 4,
-    verify_limit: int | None = None,
-    verify_processes: int | None = None,
+    verify: Verify = "hdfs",
+    max_cache_bytes: int | None = None,
 ) -> Path:
     """The directory Triton serves: a local path (``/…`` or ``file:///…``, e.g. an NFS gateway
     mount) as it is, an hdfs:// repository staged into `target_dir`."""
@@ -444,8 +511,8 @@ def resolve_repository(
         cache_dir,
         client,
         workers,
-        verify_limit=verify_limit,
-        verify_processes=verify_processes,
+        verify=verify,
+        max_cache_bytes=max_cache_bytes,
     )
     log.info("%s", report.summary())
     return target_dir
