@@ -129,7 +129,7 @@ def test_ranger_flags_and_environment(
         (["--runtime", "process"], {}, "runtime", "process"),
         (["--no-anti-affinity", "--port-stride", "10"], {}, "anti_affinity", False),
         (["--min-instances", "0", "--scale-to-zero-after", "300"], {}, "min_instances", 0),
-        (["--model-cache-dir", "/var/lib/tarn/model-cache"], {}, "model_cache_dir", "/var/lib/tarn/model-cache"),
+        (["--model-cache-dir", "/var/lib/tarn/mc"], {}, "model_cache_dir", "/var/lib/tarn/mc"),
         (["--model-cache-max-gib", "0.5"], {}, "model_cache_max_gib", 0.5),
         (["--model-verify", "recompute"], {}, "model_verify", "recompute"),
         (["--min-instances", "0", "--scale-to-zero-after", "300"], {}, "scale_to_zero_after_s", 300),
