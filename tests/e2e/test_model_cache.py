@@ -1,0 +1,226 @@
+"""The node model cache on the lab (issue 14): real HDFS, real YARN, the yarn_nodemanager role's
+/var/lib/tarn/model-cache on both workers.
+
+- A second TARN service with the same repository downloads 0 bytes on every node where the first
+  one staged it (read in its instances' launcher logs), and both serve.
+- Two launchers staging the same new repository at once on one node (as two instances would) fetch
+  each file once between them, and both get every byte (a big file in parallel ranges included).
+- A cache file changed on the node (a flipped byte) is fetched again before use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.stdlib.webhdfs import WebHdfsClient
+
+from .conftest import LAB_MASTER, LAB_USER, wait_for
+from .test_tarn_service import CLUSTER, MODELS, ROOT, container_log, ready_instances, tarn
+
+CACHE = "/var/lib/tarn/model-cache"
+SERVICES = {"tarn-e2e-cache-a": 8700, "tarn-e2e-cache-b": 8710}
+MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-cache-models"
+ZK_PATH = "/services/tarn-e2e-cache/instances"  # not the edge's: HAProxy leaves these alone
+WORKER = "tarn-lab-worker1"
+SCRATCH = "/srv/tarn-e2e-cache"  # on the worker: the tarn sources and the staged trees
+STAGED = re.compile(
+    r"staged \S+ into \S+: (\d+) downloaded \(([\d.]+) MiB.*?(\d+) reused from the node cache"
+)
+
+
+def submit(name: str, port: int) -> None:
+    done = tarn(
+        "submit", "--service-name", name, "--user", LAB_USER, "--runtime", "process",
+        "--model-repository", f"hdfs://{MODELS_ON_HDFS}", "--model-cache-dir", CACHE,
+        "--port", str(port), "--grpc-port", str(port + 1), "--metrics-port", str(port + 2),
+        "--am-port", str(port + 3), "--min-instances", "2", "--max-instances", "2",
+        "--gpus-per-instance", "0", "--memory-mb", "768", "--vcores", "1", "--controller-memory-mb", "512",
+        "--zk-ensemble", f"{LAB_MASTER}:2181", "--zk-path", ZK_PATH, *CLUSTER,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def staged(row: dict[str, Any]) -> tuple[int, float, int]:
+    """(files downloaded, MiB downloaded, files reused) from the instance's launcher log."""
+    worker = f"tarn-lab-{row['host'].split('.')[0]}"
+    found = STAGED.search(container_log(worker, row["container"]))
+    assert found, f"no staging line in the log of {row['container']} on {worker}"
+    return int(found[1]), float(found[2]), int(found[3])
+
+
+def serves(row: dict[str, Any], port: int) -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "client.py"), "--url", f"{row['host']}:{port}",
+         "--protocol", "http", "--wait", "60"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, f"{row['host']}:{port}: {done.stdout}{done.stderr}"
+
+
+def both_ready(rm: ResourceManager, name: str) -> Callable[[], list[dict[str, Any]] | None]:
+    def probe() -> list[dict[str, Any]] | None:
+        return ready_instances(rm, name, 2)
+
+    return probe
+
+
+@pytest.fixture(scope="module")
+def services(rm: ResourceManager, hdfs: WebHdfsClient) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    for name in SERVICES:
+        tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
+    hdfs.upload_tree(MODELS, MODELS_ON_HDFS)
+    rows: dict[str, list[dict[str, Any]]] = {}
+    try:
+        for name, port in SERVICES.items():  # one after the other: the second finds the cache warm
+            submit(name, port)
+            rows[name] = wait_for(both_ready(rm, name), 300, f"2 ready instances of {name}")
+        yield rows
+    finally:
+        for name in SERVICES:
+            done = tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
+            assert done.returncode == 0, done.stderr
+        hdfs.delete(MODELS_ON_HDFS, recursive=True)
+
+
+def test_a_second_service_downloads_nothing_where_the_first_staged(
+    services: dict[str, list[dict[str, Any]]],
+) -> None:
+    first, second = services.values()
+    files = sum(1 for p in MODELS.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    assert {r["host"] for r in first} == {r["host"] for r in second}  # anti-affinity: one per worker
+    for row in second:
+        downloaded, mib, reused = staged(row)
+        print(
+            f"\n[cache] second service on {row['host']}: {downloaded} downloaded ({mib} MiB), {reused} reused"
+        )
+        assert (downloaded, mib, reused) == (0, 0.0, files)
+    for name, rows in services.items():
+        for row in rows:
+            serves(row, SERVICES[name])
+
+
+# ---- two stagers at once on one node, outside YARN (the launcher's own code, as the YARN user)
+
+STAGER = """
+import json, logging, sys
+from tarn.stdlib.launcher.staging import stage_repository
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+logging.basicConfig(level=logging.INFO, format="%(message)s")
+client = WebHdfsClient("http://master:9870", SimpleAuth("tarn"))
+report = stage_repository(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), client, 4)
+print(json.dumps({"downloaded": report.downloaded, "waited": report.waited, "refetched": report.refetched,
+                  "bytes": report.bytes_downloaded, "reused": report.reused}))
+"""
+
+
+def on_worker(*command: str, user: str = "yarn") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["podman", "exec", "-e", f"PYTHONPATH={SCRATCH}/src", WORKER, "runuser", "-u", user, "--",
+         *command],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def stage_at_once(source: str, targets: list[str]) -> list[dict[str, int]]:
+    started = [
+        subprocess.Popen(
+            [
+                "podman",
+                "exec",
+                "-e",
+                f"PYTHONPATH={SCRATCH}/src",
+                WORKER,
+                "runuser",
+                "-u",
+                "yarn",
+                "--",
+                "python3",
+                "-c",
+                STAGER,
+                source,
+                target,
+                CACHE,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for target in targets
+    ]
+    reports = []
+    for process in started:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err[-3000:]
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    return reports
+
+
+@pytest.fixture(scope="module")
+def fresh(hdfs: WebHdfsClient) -> Iterator[tuple[str, dict[str, bytes]]]:
+    """A repository no cache has seen: 12 small files and one of 40 MiB (read in ranges)."""
+    path = f"/user/{LAB_USER}/e2e-cache-fresh-{secrets.token_hex(4)}"
+    files = {f"m{i:02d}/1/model.bin": secrets.token_bytes(200_000 + i) for i in range(12)}
+    files["big/1/model.bin"] = secrets.token_bytes(40 << 20)
+    for relpath, data in files.items():
+        hdfs.write(f"{path}/{relpath}", data)
+    subprocess.run(["podman", "exec", WORKER, "rm", "-rf", SCRATCH], check=True)
+    subprocess.run(["podman", "exec", WORKER, "mkdir", "-p", SCRATCH], check=True)
+    subprocess.run(["podman", "cp", str(ROOT / "src"), f"{WORKER}:{SCRATCH}/src"], check=True)
+    subprocess.run(["podman", "exec", WORKER, "chmod", "-R", "a+rwX", SCRATCH], check=True)
+    try:
+        yield f"hdfs://{LAB_MASTER}:8020{path}", files
+    finally:
+        subprocess.run(["podman", "exec", WORKER, "rm", "-rf", SCRATCH], check=False)
+        hdfs.delete(path, recursive=True)
+
+
+def tree_on_worker(target: str) -> dict[str, str]:
+    done = on_worker("sh", "-c", f"cd {target} && find . -type f ! -name .tarn-staged -exec sha256sum {{}} +")
+    assert done.returncode == 0, done.stderr
+    return {line.split()[1].removeprefix("./"): line.split()[0] for line in done.stdout.splitlines()}
+
+
+def test_two_instances_staging_at_once_fetch_each_file_once(fresh: tuple[str, dict[str, bytes]]) -> None:
+    source, files = fresh
+    started = time.monotonic()
+    reports = stage_at_once(source, [f"{SCRATCH}/a", f"{SCRATCH}/b"])
+    took = time.monotonic() - started
+    print(f"\n[cache] two stagers at once on {WORKER}: {reports} in {took:.1f} s")
+    assert sum(r["downloaded"] for r in reports) == len(files)  # each file fetched once, in all
+    assert sum(r["bytes"] for r in reports) == sum(len(d) for d in files.values())
+    for report in reports:  # the rest linked from the cache: waited for the other, or found done
+        assert report["downloaded"] + report["reused"] == len(files)
+    expected = {relpath: hashlib.sha256(data).hexdigest() for relpath, data in files.items()}
+    for target in (f"{SCRATCH}/a", f"{SCRATCH}/b"):
+        assert tree_on_worker(target) == expected
+
+
+def test_a_cache_file_changed_on_the_node_is_fetched_again(fresh: tuple[str, dict[str, bytes]]) -> None:
+    source, files = fresh
+    stage_at_once(source, [f"{SCRATCH}/c"])  # warm (the test above may not have run)
+    on_worker("rm", "-rf", f"{SCRATCH}/c")  # that instance is gone: its files are not in use
+    big = hashlib.sha256(files["big/1/model.bin"]).hexdigest()
+    # the object of the big file: the one 40 MiB file in the cache that hashes as it should
+    find = on_worker("sh", "-c", f"find {CACHE}/objects -size {40 << 20}c -exec sha256sum {{}} +")
+    objects = [line.split()[1] for line in find.stdout.splitlines() if line.split()[0] == big]
+    assert len(objects) == 1, find.stdout + find.stderr
+    flip = (
+        "import os, sys; p = sys.argv[1]; os.chmod(p, 0o644); f = open(p, 'r+b'); f.seek(12345678); "
+        "b = f.read(1); f.seek(12345678); f.write(bytes([b[0] ^ 1])); f.close(); os.chmod(p, 0o444)"
+    )
+    assert on_worker("python3", "-c", flip, objects[0]).returncode == 0
+    [report] = stage_at_once(source, [f"{SCRATCH}/d"])
+    print(f"\n[cache] after a flipped byte in the node cache: {report}")
+    assert (report["downloaded"], report["refetched"], report["reused"]) == (1, 1, len(files) - 1)
+    assert tree_on_worker(f"{SCRATCH}/d")["big/1/model.bin"] == big
