@@ -59,6 +59,7 @@ def submit() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tarn", "submit", "--service-name", SERVICE, "--user", USER,
          "--runtime", "process", "--model-repository", f"hdfs://{MODELS_ON_HDFS}",
+         "--model-cache-dir", "/var/lib/tarn/model-cache",  # the yarn_nodemanager role's node cache
          "--min-instances", "2", "--max-instances", "2", "--memory-mb", "1024", "--vcores", "1",
          "--controller-memory-mb", "512", "--zk-ensemble", f"{MASTER}:2181", "--token-file", str(TOKEN_FILE),
          *CLUSTER],
