@@ -30,7 +30,6 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO
 
 log = logging.getLogger(__name__)
 
@@ -104,13 +103,19 @@ def crc_problem(meta: ObjectMeta, size: int, crcs: list[int]) -> str | None:
 class Claim:
     """The right to download one object: an exclusive flock on locks/<key>, across processes."""
 
-    def __init__(self, handle: IO[str]) -> None:
-        self._handle = handle
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
 
     def release(self) -> None:
         with contextlib.suppress(OSError):
-            fcntl.flock(self._handle, fcntl.LOCK_UN)
-        self._handle.close()
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+
+
+def _open_lock(path: Path) -> int:
+    """A descriptor to flock: read-only, so the lock files of another service's user (same group)
+    can be locked too; created if missing."""
+    return os.open(path, os.O_RDONLY | os.O_CREAT, 0o444)
 
 
 class NodeCache:
@@ -169,29 +174,29 @@ class NodeCache:
 
     # ---- claims: one download of an object on the node at a time
     def try_claim(self, key: str) -> Claim | None:
-        handle = open(self.locks / key, "a")  # noqa: SIM115 - held until release()
+        fd = _open_lock(self.locks / key)
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.close()
+            os.close(fd)
             return None
-        return Claim(handle)
+        return Claim(fd)
 
     def wait_claim(self, key: str) -> Claim:
-        handle = open(self.locks / key, "a")  # noqa: SIM115 - held until release()
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        return Claim(handle)
+        fd = _open_lock(self.locks / key)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return Claim(fd)
 
     # ---- writing
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Placing, publishing and evicting exclude each other: nothing placed is evicted midway."""
-        with open(self.root / ".lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        fd = _open_lock(self.root / ".lock")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     def new_partial(self, key: str) -> tuple[int, str]:
         return tempfile.mkstemp(dir=self.partial, prefix=f"{key[:16]}.")

@@ -397,25 +397,16 @@ def stage_repository(
             checksums = list(pool.map(lambda f: client.checksum(f.path), listed))
             files = [RemoteFile(r, f, c) for r, f, c in zip(relpaths, listed, checksums, strict=True)]
             keys = {f.key for f in files}
-            found = {key: cache.meta(key) for key in keys}
-            metas = {key: meta for key, meta in found.items() if meta is not None and usable(meta, verify)}
             stager = _Stager(client, cache, target_dir, pool, max(1, workers), verify, Progress(0, 0))
-            changed = stager.check_cached(metas)
-            for key, problem in changed.items():
-                names = ", ".join(f.relpath for f in files if f.key == key)
-                log.warning("%s: the node cache's copy changed (%s): fetching it again", names, problem)
-                with cache.locked():
-                    cache.remove(key)
-            download, reuse = plan(files, set(metas) - set(changed))
+            changed = _drop_changed(stager, files)
+            download, reuse = plan(files, {k for k in keys if usable(cache.meta(k), verify)})
             _prepare_target(target_dir, source)
+            evicted, gone = _place_reused(stager, reuse, keys, max_cache_bytes, download)
+            for remote in gone:  # evicted by another stager meanwhile: fetch it after all
+                download.setdefault(remote.key, []).append(remote)
+            reuse = [r for r in reuse if r not in gone]
             need = sum(group[0].status.length for group in download.values())
             stager.progress = Progress(need, sum(map(len, download.values())), progress_interval_s)
-            evicted = []
-            with cache.locked():
-                if max_cache_bytes is not None:
-                    evicted = cache.evict(max(0, max_cache_bytes - need), keep=keys)
-                for remote in reuse:
-                    _place(cache, remote, target_dir)
             waited = _download(stager, download)
             if max_cache_bytes is not None:
                 with cache.locked():
@@ -442,29 +433,65 @@ def stage_repository(
     )
 
 
+def _drop_changed(stager: _Stager, files: list[RemoteFile]) -> set[str]:
+    """Check the cached copies of `files` (CRC-32 of every piece); remove those changed on this
+    node, so that they are fetched again. Returns their keys."""
+    cache = stager.cache
+    found = {key: cache.meta(key) for key in {f.key for f in files}}
+    metas = {key: meta for key, meta in found.items() if meta is not None and usable(meta, stager.verify)}
+    changed = stager.check_cached(metas)
+    for key, problem in changed.items():
+        names = ", ".join(f.relpath for f in files if f.key == key)
+        log.warning("%s: the node cache's copy changed (%s): fetching it again", names, problem)
+        with cache.locked():
+            cache.remove(key)
+    return set(changed)
+
+
+def _place_reused(
+    stager: _Stager,
+    reuse: list[RemoteFile],
+    keys: set[str],
+    max_cache_bytes: int | None,
+    download: dict[str, list[RemoteFile]],
+) -> tuple[list[str], list[RemoteFile]]:
+    """Make room for the downloads, then link the cached files, under the cache's lock.
+    Returns (the objects evicted, the reused files whose object is gone since it was checked)."""
+    cache = stager.cache
+    need = sum(group[0].status.length for group in download.values())
+    with cache.locked():
+        evicted = (
+            cache.evict(max(0, max_cache_bytes - need), keep=keys) if max_cache_bytes is not None else []
+        )
+        gone = [r for r in reuse if not cache.object_path(r.key).is_file()]
+        for remote in reuse:
+            if remote not in gone:
+                _place(cache, remote, stager.target_dir)
+    return evicted, gone
+
+
 def _download(stager: _Stager, download: dict[str, list[RemoteFile]]) -> set[str]:
-    """Fetch every object this stager can claim; then, for each one another stager on the node was
-    fetching, wait for its claim and link its copy (or fetch it, if that stager failed). Returns
-    the keys another stager fetched."""
-    claimed, busy = {}, []
-    for key in download:
+    """Fetch every object this stager can claim (claimed as each fetch starts, so at most one lock
+    per worker is held); then, for each one another stager on the node had claimed, wait for its
+    claim and link its copy (or fetch it, if that stager failed). Returns the keys another stager
+    fetched."""
+
+    def claim_and_fetch(key: str) -> str | None:
+        """None when fetched here, else the key (another stager has it)."""
         claim = stager.cache.try_claim(key)
+        if claim is not None and stager.cache.meta(key):  # published by another since we looked
+            claim.release()
+            claim = None
         if claim is None:
-            busy.append(key)
-        elif stager.cache.meta(key):  # published by another stager since this one looked
-            claim.release()
-            busy.append(key)
-        else:
-            claimed[key] = claim
-    try:
-        small = [k for k in claimed if len(ranges(download[k][0].status.length, stager.workers)) == 1]
-        futures = [stager.pool.submit(stager.fetch, k, download[k], claimed.pop(k)) for k in small]
-        for key in list(claimed):  # big files one at a time, each in parallel ranges
-            stager.fetch(key, download[key], claimed.pop(key))
-        wait_all(futures)
-    finally:
-        for claim in claimed.values():
-            claim.release()
+            return key
+        stager.fetch(key, download[key], claim)
+        return None
+
+    small = [k for k in download if len(ranges(download[k][0].status.length, stager.workers)) == 1]
+    futures = [stager.pool.submit(claim_and_fetch, key) for key in small]
+    busy = [key for key in download if key not in small and claim_and_fetch(key)]  # big: one at a time
+    wait_all(futures)
+    busy += [key for future in futures if (key := future.result())]
     waited: set[str] = set()
     for key in busy:
         claim = stager.cache.wait_claim(key)
