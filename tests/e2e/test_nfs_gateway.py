@@ -107,11 +107,15 @@ def test_the_command_line_tools_list_the_export_and_cat_a_file() -> None:
     payload = os.urandom(MIB + 7)
     superuser.write(path, payload)
     try:
-        listing = subprocess.run([nfs_ls, f"nfs://{LAB_MASTER}/"], capture_output=True, text=True, timeout=60)
+        listing = subprocess.run(
+            [nfs_ls, f"nfs://{LAB_MASTER}/"], capture_output=True, text=True, timeout=60, check=False
+        )
         assert listing.returncode == 0, listing.stderr
         names = {line.split()[-1] for line in listing.stdout.splitlines() if line.strip()}
         assert {"user", path.lstrip("/")} <= names, listing.stdout
-        cat = subprocess.run([nfs_cat, f"nfs://{LAB_MASTER}{path}"], capture_output=True, timeout=60)
+        cat = subprocess.run(
+            [nfs_cat, f"nfs://{LAB_MASTER}{path}"], capture_output=True, timeout=60, check=False
+        )
         assert cat.returncode == 0, cat.stderr
         assert cat.stdout == payload
     finally:
