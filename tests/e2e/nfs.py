@@ -4,6 +4,11 @@ nfs-ls / nfs-cat) through ctypes, as this machine's kernel has no NFS client to 
 libnfs's command-line tools take a URL whose directory part is mounted as the export, but
 Hadoop's gateway exports one directory only ("/"), so a nested file cannot be read with them:
 this mounts "/" once and walks and reads paths below it.
+
+It acts as uid 65534 (nobody) by default. libnfs 4 opens a file only when the server's ACCESS
+answer is exactly the access asked for (read), and Hadoop's gateway answers with everything the
+user may do: for a file the user may also write (its owner's, or root's as HDFS superuser), that
+is more than read and the open fails. A user who may only read gets exactly read.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from types import TracebackType
 
 NF3REG, NF3DIR = 1, 2  # libnfs-raw-nfs.h: ftype3
 CHUNK = 1 << 20  # the gateway's default nfs.rtmax
+NOBODY = 65534
 
 
 class NfsDirent(ctypes.Structure):
@@ -45,6 +51,8 @@ def _library() -> ctypes.CDLL:
     lib.nfs_get_error.restype = ctypes.c_char_p
     lib.nfs_get_error.argtypes = [ctypes.c_void_p]
     lib.nfs_set_version.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.nfs_set_uid.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.nfs_set_gid.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.nfs_mount.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
     lib.nfs_umount.argtypes = [ctypes.c_void_p]
     lib.nfs_opendir.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
@@ -73,12 +81,14 @@ class Entry:
 class Nfs3Mount:
     """``with Nfs3Mount("master", "/") as nfs: nfs.walk("/user/tarn"); nfs.read(path)``"""
 
-    def __init__(self, server: str, export: str = "/") -> None:
+    def __init__(self, server: str, export: str = "/", uid: int = NOBODY, gid: int = NOBODY) -> None:
         self._lib = _library()
         self._nfs = self._lib.nfs_init_context()
         if not self._nfs:
             raise NfsError("nfs_init_context failed")
         self._lib.nfs_set_version(self._nfs, 3)
+        self._lib.nfs_set_uid(self._nfs, uid)
+        self._lib.nfs_set_gid(self._nfs, gid)
         self._check(
             self._lib.nfs_mount(self._nfs, server.encode(), export.encode()), f"mount {server}:{export}"
         )

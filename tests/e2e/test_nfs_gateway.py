@@ -25,7 +25,7 @@ import pytest
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 
 from .conftest import LAB_MASTER
-from .nfs import Nfs3Mount
+from .nfs import NOBODY, Nfs3Mount
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = ROOT / "inventories" / "lab" / "hosts.yml"
@@ -63,32 +63,33 @@ def repository() -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def uploaded(hdfs: WebHdfsClient) -> Iterator[str]:
+def uploaded(hdfs: WebHdfsClient) -> Iterator[tuple[str, dict[str, bytes]]]:
+    """Where the repository went on HDFS, and its files (relative path -> bytes)."""
     base = f"/user/tarn/e2e-nfs-{uuid.uuid4().hex[:12]}"
     files = repository()
     for relative, data in files.items():
         hdfs.write(f"{base}/{relative}", data)
-    yield base
+    yield base, files
     hdfs.delete(base, recursive=True)
 
 
 def test_every_file_reads_back_through_the_gateway_as_webhdfs_serves_it(
-    hdfs: WebHdfsClient, uploaded: str
+    hdfs: WebHdfsClient, uploaded: tuple[str, dict[str, bytes]]
 ) -> None:
     needs("nfs-ls")
-    on_hdfs = {f.path: f.length for f in hdfs.walk(uploaded)}
-    expected = repository()
+    base, expected = uploaded
+    on_hdfs = {f.path: f.length for f in hdfs.walk(base)}
     assert len(on_hdfs) == len(expected)
     started = time.monotonic()
     with Nfs3Mount(LAB_MASTER, "/") as nfs:
-        listed = {e.path: e.size for e in nfs.walk(uploaded)}
+        listed = {e.path: e.size for e in nfs.walk(base)}
         listed_at = time.monotonic()
         assert listed == on_hdfs, "the gateway lists other files or sizes than WebHDFS"
         compared = 0
         for path in sorted(listed):
             over_nfs = nfs.read(path)
             assert over_nfs == hdfs.read_bytes(path), f"{path}: NFS and WebHDFS bytes differ"
-            assert over_nfs == expected[path.removeprefix(uploaded + "/")], path
+            assert over_nfs == expected[path.removeprefix(base + "/")], path
             compared += len(over_nfs)
     took = time.monotonic() - started
     print(
@@ -100,7 +101,8 @@ def test_every_file_reads_back_through_the_gateway_as_webhdfs_serves_it(
 
 def test_the_command_line_tools_list_the_export_and_cat_a_file() -> None:
     """nfs-ls / nfs-cat mount the directory part of their URL: with the gateway's one export
-    ("/") that is a file at the top of HDFS, written there by the HDFS superuser."""
+    ("/") that is a file at the top of HDFS (written there by the HDFS superuser), named with a
+    double slash so that the export parsed from the URL is "/" and not ""."""
     nfs_ls, nfs_cat = needs("nfs-ls"), needs("nfs-cat")
     superuser = WebHdfsClient(f"http://{LAB_MASTER}:9870", SimpleAuth("hdfs"))
     path = f"/tarn-e2e-nfs-{uuid.uuid4().hex[:12]}.bin"
@@ -108,13 +110,20 @@ def test_the_command_line_tools_list_the_export_and_cat_a_file() -> None:
     superuser.write(path, payload)
     try:
         listing = subprocess.run(
-            [nfs_ls, f"nfs://{LAB_MASTER}/"], capture_output=True, text=True, timeout=60, check=False
+            [nfs_ls, f"nfs://{LAB_MASTER}/?uid={NOBODY}&gid={NOBODY}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert listing.returncode == 0, listing.stderr
         names = {line.split()[-1] for line in listing.stdout.splitlines() if line.strip()}
         assert {"user", path.lstrip("/")} <= names, listing.stdout
         cat = subprocess.run(
-            [nfs_cat, f"nfs://{LAB_MASTER}{path}"], capture_output=True, timeout=60, check=False
+            [nfs_cat, f"nfs://{LAB_MASTER}/{path}?uid={NOBODY}&gid={NOBODY}"],
+            capture_output=True,
+            timeout=60,
+            check=False,
         )
         assert cat.returncode == 0, cat.stderr
         assert cat.stdout == payload
