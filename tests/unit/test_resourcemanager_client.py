@@ -96,3 +96,27 @@ def test_kerberos_without_gssapi_names_the_package(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, "requests_gssapi", None)  # as if not installed
     with pytest.raises(ConfigError, match="requests-gssapi"):
         requests_auth()
+
+
+def test_a_service_read_while_yarn_rewrites_it_is_asked_again() -> None:
+    answers = [
+        (500, {"diagnostics": "No content to map due to end-of-input"}),
+        (500, {"diagnostics": "No content to map due to end-of-input"}),
+        (200, {"name": "svc", "state": "STABLE"}),
+    ]
+
+    class Handler(QuietHandler):
+        def do_GET(self) -> None:
+            reply_json(self, *answers.pop(0))
+
+    server = serve(Handler)
+    sleeps: list[float] = []
+    try:
+        rm = ResourceManager([url(server)], user="tarn", sleep=sleeps.append)
+        assert rm.service("svc") == {"name": "svc", "state": "STABLE"}
+        assert sleeps == [0.5, 1.0]
+        answers.extend([(500, {"diagnostics": "broken"})] * 4)
+        with pytest.raises(ClusterError, match="GET service svc answered 500: broken"):
+            rm.service("svc")
+    finally:
+        server.shutdown()

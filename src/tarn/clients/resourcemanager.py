@@ -8,6 +8,8 @@ refuses API calls.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import requests
@@ -16,11 +18,20 @@ import requests.auth
 from tarn.errors import ClusterError
 
 JSON = dict[str, Any]
+# GET of a service answers 500 for a moment while YARN rewrites the service's JSON on HDFS (an
+# upgrade finalizing: "No content to map due to end-of-input"); a GET is safe to ask again.
+SERVICE_GET_RETRY_DELAYS_S = (0.5, 1.0, 2.0)
 
 
 class ResourceManager:
     def __init__(
-        self, urls: list[str], user: str, timeout: float = 30.0, auth: requests.auth.AuthBase | None = None
+        self,
+        urls: list[str],
+        user: str,
+        timeout: float = 30.0,
+        auth: requests.auth.AuthBase | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        service_get_retries: tuple[float, ...] = SERVICE_GET_RETRY_DELAYS_S,
     ) -> None:
         if not urls:
             raise ValueError("at least one ResourceManager URL is needed")
@@ -30,6 +41,8 @@ class ResourceManager:
         self._timeout = timeout
         self._session = requests.Session()
         self._session.auth = auth
+        self._sleep = sleep
+        self._service_get_retries = service_get_retries
 
     # ---- transport: one request against the active RM, failing over on connection errors
     def _request(self, method: str, path: str, body: JSON | None = None) -> requests.Response:
@@ -80,6 +93,11 @@ class ResourceManager:
 
     def service(self, name: str) -> JSON | None:
         reply = self._request("GET", f"/app/v1/services/{name}")
+        for delay in self._service_get_retries:
+            if reply.status_code < 500:
+                break
+            self._sleep(delay)
+            reply = self._request("GET", f"/app/v1/services/{name}")
         if reply.status_code == 404:
             return None
         if reply.status_code != 200:

@@ -43,7 +43,8 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     user = config.user or environ.get("HADOOP_USER_NAME") or environ.get("USER") or "tarn"
     rm_at = resource_manager_urls(rm_urls, client_conf_dir(None, environ))
     ranger = settings_of(config)  # ConfigError before anything starts
-    rm = ResourceManager(rm_at, user=user, timeout=5.0)
+    # no retries within a tick: the loop already treats an unreadable service as "try next tick"
+    rm = ResourceManager(rm_at, user=user, timeout=5.0, service_get_retries=())
     registry = None
     if config.zk_ensemble:
         registry = Registry(config.zk_ensemble, config.zk_path, config.service_name)
