@@ -109,7 +109,8 @@ def test_portmap_binds_port_111_with_one_capability_not_as_root() -> None:
 
 
 def test_nfs3_starts_after_portmap_and_restarts_with_it() -> None:
-    lines = unit("nfs3", hadoop_daemon_requires=["hadoop-hdfs-portmap.service"])
+    lines = unit("nfs3", hadoop_daemon_requires=["hadoop-hdfs-portmap.service"], hadoop_daemon_umask="0077")
+    assert "UMask=0077" in lines
     assert "After=network-online.target hadoop-hdfs-portmap.service" in lines
     assert "Requires=hadoop-hdfs-portmap.service" in lines
     assert "Wants=network-online.target" in lines

@@ -102,6 +102,7 @@ def test_the_nfs_gateway_runs_portmap_and_nfs3_as_hdfs_not_root():
         assert "AmbientCapabilities=CAP_NET_BIND_SERVICE" in portmap
         nfs3 = host.file("/etc/systemd/system/hadoop-hdfs-nfs3.service").content_string
         assert "Requires=hadoop-hdfs-portmap.service" in nfs3
+        assert "UMask=0077" in nfs3  # nfs3 makes its dump directory again at each start
         assert "AmbientCapabilities" not in nfs3  # 2049 and 4242 need no privilege
         for main_class in ("org.apache.hadoop.portmap.Portmap", "org.apache.hadoop.hdfs.nfs.nfs3.Nfs3"):
             running = [p for p in host.process.filter(comm="java") if main_class in p.args]

@@ -117,6 +117,7 @@ def test_the_gateway_units_run_as_hdfs_with_only_portmap_privileged(host):
     assert "org.apache.hadoop.portmap.Portmap" in portmap
     assert "AmbientCapabilities" not in nfs3
     assert "Requires=hadoop-hdfs-portmap.service" in nfs3
+    assert "UMask=0077" in nfs3  # nfs3 makes its dump directory again at each start
     assert "org.apache.hadoop.hdfs.nfs.nfs3.Nfs3" in nfs3
     assert not host.service("hadoop-hdfs-nfs3").is_running
 
