@@ -2,7 +2,7 @@
 /var/lib/tarn/model-cache on both workers.
 
 - A second TARN service with the same repository downloads 0 bytes on every node where the first
-  one staged it (read in its instances' launcher logs), and both serve.
+  one staged it (read in its instances' launcher logs); each served inferences.
 - Two launchers staging the same new repository at once on one node (as two instances would) fetch
   each file once between them, and both get every byte (a big file in parallel ranges included).
 - A cache file changed on the node (a flipped byte) is fetched again before use.
@@ -77,6 +77,8 @@ def both_ready(rm: ResourceManager, name: str) -> Callable[[], list[dict[str, An
 
 @pytest.fixture(scope="module")
 def services(rm: ResourceManager, hdfs: WebHdfsClient) -> Iterator[dict[str, list[dict[str, Any]]]]:
+    """Each service up (2 instances, one per worker), checked to serve, then destroyed before the
+    next one starts: the lab's 8 vcores hold one such service at a time."""
     for name in SERVICES:
         tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
     hdfs.upload_tree(MODELS, MODELS_ON_HDFS)
@@ -85,11 +87,14 @@ def services(rm: ResourceManager, hdfs: WebHdfsClient) -> Iterator[dict[str, lis
         for name, port in SERVICES.items():  # one after the other: the second finds the cache warm
             submit(name, port)
             rows[name] = wait_for(both_ready(rm, name), 300, f"2 ready instances of {name}")
+            for row in rows[name]:
+                serves(row, port)
+            done = tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
+            assert done.returncode == 0, done.stderr
         yield rows
     finally:
         for name in SERVICES:
-            done = tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
-            assert done.returncode == 0, done.stderr
+            tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
         hdfs.delete(MODELS_ON_HDFS, recursive=True)
 
 
@@ -105,15 +110,13 @@ def test_a_second_service_downloads_nothing_where_the_first_staged(
             f"\n[cache] second service on {row['host']}: {downloaded} downloaded ({mib} MiB), {reused} reused"
         )
         assert (downloaded, mib, reused) == (0, 0.0, files)
-    for name, rows in services.items():
-        for row in rows:
-            serves(row, SERVICES[name])
 
 
 # ---- two stagers at once on one node, outside YARN (the launcher's own code, as the YARN user)
 
 STAGER = """
 import json, logging, sys
+from pathlib import Path
 from tarn.stdlib.launcher.staging import stage_repository
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 logging.basicConfig(level=logging.INFO, format="%(message)s")
