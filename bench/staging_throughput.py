@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1e6
 LAB_URL = "http://master:9870"
-SMALL = ("/tarn/bench/small", 256, 256 << 10)  # path, files, bytes each: 64 MiB
-LARGE = ("/tarn/bench/large", 1, 512 << 20)  # one 512 MiB file
+SMALL = ("/user/tarn/bench/small", 256, 256 << 10)  # path, files, bytes each: 64 MiB
+LARGE = ("/user/tarn/bench/large", 1, 512 << 20)  # one 512 MiB file
 
 
 @dataclass
@@ -206,7 +206,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument(
-        "--lab", action="store_true", help="the lab's HDFS (bench repositories under /tarn/bench)"
+        "--lab", action="store_true", help="the lab's HDFS (bench repositories under /user/tarn/bench)"
     )
     parser.add_argument(
         "--recompute", action="store_true", help="also stage once with --model-verify recompute"

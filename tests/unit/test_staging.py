@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -66,6 +67,9 @@ def crc32c_bitwise(data: bytes) -> int:
     return crc ^ 0xFFFFFFFF
 
 
+_INODES = itertools.count(16386)
+
+
 @dataclass
 class HdfsFile:
     data: bytes
@@ -73,6 +77,7 @@ class HdfsFile:
     block_size: int = 4096
     bytes_per_crc: int = 512
     crc_type: str = "CRC32C"
+    file_id: int = field(default_factory=lambda: next(_INODES))  # a new file: a new inode
 
 
 def naive_hdfs_checksum(f: HdfsFile) -> dict[str, Any]:
@@ -110,7 +115,9 @@ class FakeHdfs:
     cut_once: set[str] = field(default_factory=set)
     short: set[str] = field(default_factory=set)
     fail_next: int = 0
+    file_ids: bool = True  # list fileId, as HDFS does (HttpFS and others may not)
     opens: list[tuple[str, int]] = field(default_factory=list)
+    checksums_asked: int = 0
     users: set[str] = field(default_factory=set)
     active: int = 0
     peak: int = 0
@@ -173,7 +180,10 @@ class FakeHdfs:
         entry = self._status(path, suffix)
         assert entry is not None
         mtime = self.files[path].mtime if path in self.files else 1_600_000_000_000
-        return {**entry, "modificationTime": mtime, "replication": 3, "permission": "644"}
+        entry = {**entry, "modificationTime": mtime, "replication": 3, "permission": "644"}
+        if self.file_ids and path in self.files:
+            entry["fileId"] = self.files[path].file_id
+        return entry
 
     # ---- the DataNode: bytes and checksums
     def _datanode(self, handler: BaseHTTPRequestHandler, path: str, query: dict[str, str]) -> None:
@@ -181,6 +191,8 @@ class FakeHdfs:
         if f is None:
             return reply_json(handler, 404, {"RemoteException": {"exception": "FileNotFoundException"}})
         if query.get("op") == "GETFILECHECKSUM":
+            with self._lock:
+                self.checksums_asked += 1
             return reply_json(handler, 200, {"FileChecksum": self.checksum(f)})
         offset = int(query.get("offset", "0"))
         with self._lock:
@@ -367,13 +379,10 @@ def test_namenode_location_refuses(source: str, default_fs: str | None) -> None:
 # ---- staging against the fake -------------------------------------------------------------------
 
 
-def meta_of(cache: Path, data: bytes, algorithm_path: str, hdfs: FakeHdfs) -> dict[str, Any]:
-    key = RemoteFile(
-        "x",
-        FileStatus(algorithm_path, "FILE", len(data), 4096, 1),
-        FileChecksum.from_json(naive_hdfs_checksum(hdfs.files[algorithm_path])),
-    ).key
-    found: dict[str, Any] = json.loads((cache / "meta" / f"{key}.json").read_text())
+def meta_of(cache: Path, source: str) -> dict[str, Any]:
+    """The cache's meta of the object fetched from HDFS path `source`."""
+    metas = [json.loads(m.read_text()) for m in (cache / "meta").iterdir()]
+    found: dict[str, Any] = next(m for m in metas if m["source"] == source)
     return found
 
 
@@ -383,12 +392,32 @@ def test_first_stage_downloads_everything(hdfs: FakeHdfs, client: WebHdfsClient,
     assert (report.downloaded, report.reused, report.verify) == (5, 0, "hdfs")
     assert report.bytes_downloaded == sum(len(f.data) for f in hdfs.files.values())
     assert hdfs.users == {"tarn"}
+    assert hdfs.checksums_asked == 0  # keys from the listing: path, inode, time, length
+    onnx = meta_of(tmp_path / "cache", "/models/onnx/1/model.onnx")
+    data = hdfs.files["/models/onnx/1/model.onnx"].data
+    assert (onnx["length"], onnx["verified"], onnx["crc32"], onnx["algorithm"]) == (
+        13288,
+        "hdfs",
+        [zlib.crc32(data)],
+        None,
+    )
+    assert not any((tmp_path / "cache" / "partial").iterdir())
+
+
+def test_without_inode_ids_the_cache_is_keyed_by_hdfs_checksum(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path
+) -> None:
+    hdfs.file_ids = False
+    stage(client, tmp_path)
+    assert hdfs.checksums_asked == 5
     onnx = hdfs.files["/models/onnx/1/model.onnx"].data
-    meta = meta_of(tmp_path / "cache", onnx, "/models/onnx/1/model.onnx", hdfs)
+    meta = meta_of(tmp_path / "cache", "/models/onnx/1/model.onnx")
     assert meta["algorithm"] == "MD5-of-8MD5-of-512CRC32C"
     assert meta["checksum"] == naive_hdfs_checksum(hdfs.files["/models/onnx/1/model.onnx"])["bytes"]
-    assert (meta["length"], meta["verified"], meta["crc32"]) == (13288, "hdfs", [zlib.crc32(onnx)])
-    assert not any((tmp_path / "cache" / "partial").iterdir())
+    hdfs.opens.clear()
+    hdfs.files["/models/copy/model.onnx"] = HdfsFile(onnx)  # same bytes elsewhere: the same object
+    report = stage(client, tmp_path)
+    assert (report.downloaded, hdfs.opens) == (0, [])
     assert ("/models/empty/1/.keep", 0) not in hdfs.opens  # nothing to read in an empty file
 
 
@@ -418,6 +447,20 @@ def test_a_changed_file_is_downloaded_alone(hdfs: FakeHdfs, client: WebHdfsClien
     report = stage(client, tmp_path)
     assert (report.downloaded, report.reused) == (1, 4)
     assert hdfs.opens == [("/models/simple/1/model.py", 0)]
+    assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+
+
+def test_a_rewritten_file_is_fetched_even_with_the_same_time_and_length(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path
+) -> None:
+    stage(client, tmp_path)
+    hdfs.opens.clear()
+    old = hdfs.files["/models/simple/config.pbtxt"]
+    hdfs.files["/models/simple/config.pbtxt"] = HdfsFile(
+        old.data.replace(b"python", b"pytorc"), mtime=old.mtime
+    )
+    report = stage(client, tmp_path)
+    assert (report.downloaded, hdfs.opens) == (1, [("/models/simple/config.pbtxt", 0)])
     assert tree(tmp_path / "models") == expected_tree(hdfs.files)
 
 
@@ -525,7 +568,7 @@ def test_big_files_are_read_in_parallel_ranges(
     assert sorted(o for p, o in hdfs.opens if p == "/models/onnx/1/model.onnx") == [0, 4096, 8192, 12288]
     assert tree(tmp_path / "models") == expected_tree(hdfs.files)
     onnx = hdfs.files["/models/onnx/1/model.onnx"].data
-    meta = meta_of(tmp_path / "cache", onnx, "/models/onnx/1/model.onnx", hdfs)
+    meta = meta_of(tmp_path / "cache", "/models/onnx/1/model.onnx")
     assert meta["crc32"] == [zlib.crc32(onnx[i : i + 4096]) for i in range(0, len(onnx), 4096)]
     # and the start-up check reads them back piece by piece
     shutil.rmtree(tmp_path / "models")

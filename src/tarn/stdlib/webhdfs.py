@@ -141,6 +141,7 @@ class FileStatus:
     erasure_coded: bool = False
     owner: str = ""
     permission: str = ""  # octal, e.g. "644"
+    file_id: int | None = None  # the NameNode's inode id: a rewritten file gets a new one
 
     @classmethod
     def from_json(cls, path: str, obj: dict[str, Any]) -> FileStatus:
@@ -153,6 +154,7 @@ class FileStatus:
             erasure_coded=bool(obj.get("ecBit") or obj.get("ecPolicy")),
             owner=str(obj.get("owner", "")),
             permission=str(obj.get("permission", "")),
+            file_id=int(obj["fileId"]) if "fileId" in obj else None,
         )
 
 

@@ -66,11 +66,17 @@ class RemoteFile:
 
     @property
     def key(self) -> str:
-        """The cache object's name: HDFS's checksum and the length identify the content."""
+        """The cache object's name. With HDFS's checksum (asked for with ``--model-verify
+        recompute``): the checksum and the length, so identical files share one object. Else this
+        version of the file: its path, inode id, modification time and length, all from the
+        listing. A rewritten file has a new inode, an appended or truncated one a new time and
+        length: a changed file gets a new key, an unchanged one keeps its key, and no DataNode
+        is asked per file (GETFILECHECKSUM costs about what reading a small file does)."""
+        status = self.status
         if self.checksum:
-            material = f"{self.checksum.algorithm}\n{self.checksum.bytes}\n{self.status.length}"
-        else:  # no checksum: only this path at this length and modification time
-            material = f"path\n{self.status.path}\n{self.status.length}\n{self.status.modification_time}"
+            material = f"{self.checksum.algorithm}\n{self.checksum.bytes}\n{status.length}"
+        else:
+            material = f"path\n{status.path}\n{status.file_id}\n{status.length}\n{status.modification_time}"
         return hashlib.sha256(material.encode()).hexdigest()
 
 
@@ -394,7 +400,8 @@ def stage_repository(
             if not listed:
                 raise StagingError(f"{source}: no files to stage")
             relpaths = [safe_relpath(root, f.path) for f in listed]
-            checksums = list(pool.map(lambda f: client.checksum(f.path), listed))
+            asked = [verify == "recompute" or f.file_id is None for f in listed]  # see RemoteFile.key
+            checksums = list(pool.map(lambda f, ask: client.checksum(f.path) if ask else None, listed, asked))
             files = [RemoteFile(r, f, c) for r, f, c in zip(relpaths, listed, checksums, strict=True)]
             keys = {f.key for f in files}
             stager = _Stager(client, cache, target_dir, pool, max(1, workers), verify, Progress(0, 0))
