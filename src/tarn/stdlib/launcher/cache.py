@@ -3,8 +3,8 @@ NodeManager (``--model-cache-dir``; the yarn_nodemanager role creates it and let
 containers mount it). Standard library only.
 
     <cache>/
-      objects/<key>       file contents, read-only; the key is HDFS's checksum and the length, so a
-                          changed file gets a new key and identical files share one object
+      objects/<key>       file contents, read-only; the key names one version of an HDFS file
+                          (staging.RemoteFile.key), so a changed file gets a new key
       meta/<key>.json     what the object is: length, HDFS checksum, source, how it was verified,
                           and the CRC-32 of each piece (16 MiB; the start-up check); written
                           before the object is published, so an object always has its meta
@@ -45,7 +45,7 @@ class ObjectMeta:
 
     length: int
     source: str  # the HDFS path it was first fetched from (for people reading the cache)
-    algorithm: str | None  # HDFS's checksum of the file (GETFILECHECKSUM)
+    algorithm: str | None  # HDFS's checksum of the file (GETFILECHECKSUM), when it was asked
     checksum: str | None
     verified: str  # "hdfs": read through the DataNode's checksum-verifying client, lengths
     # checked; "recomputed": HDFS's file checksum recomputed here and matched
