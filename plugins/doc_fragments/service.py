@@ -20,7 +20,8 @@ options:
     type: str
   model_cache_dir:
     description:
-      - "Directory on every NodeManager where staged model files are cached, shared by every TARN instance and service on the node (the C(yarn_nodemanager) role creates C(/var/lib/tarn/model-cache) and allows it as a Docker mount)."
+      - "The NodeManagers' model cache, shared by every TARN instance and service on a node."
+      - "The C(yarn_nodemanager) role makes C(/var/lib/tarn/model-cache), an allowed Docker mount."
       - "Default: a cache per application in its YARN local directory."
     type: path
   model_cache_max_gib:
@@ -29,7 +30,9 @@ options:
     type: float
   model_verify:
     description:
-      - "How staged bytes are checked. C(hdfs) (default): the DataNode verifies every chunk's CRC as it serves WebHDFS, TARN checks lengths and keeps CRC-32s for the start-up check. C(recompute): also recomputes HDFS's MD5-of-MD5-of-CRC32C checksum on the node."
+      - "How staged bytes are checked."
+      - "C(hdfs) (default): the DataNode checks each chunk's CRC as it serves WebHDFS; TARN, lengths."
+      - "C(recompute): TARN also recomputes HDFS's file checksum on the node (slower)."
     type: str
     choices: [hdfs, recompute]
   image:

@@ -136,9 +136,8 @@ class TarnConfig:
         None, "--model-cache-dir", group="what to serve", launcher=True,
         help="the node model cache, shared by every TARN service on a NodeManager (the yarn_nodemanager "
         "role's /var/lib/tarn/model-cache); default: one per application",
-        doc=("Directory on every NodeManager where staged model files are cached, shared by every TARN "
-             "instance and service on the node (the C(yarn_nodemanager) role creates "
-             "C(/var/lib/tarn/model-cache) and allows it as a Docker mount).",
+        doc=("The NodeManagers' model cache, shared by every TARN instance and service on a node.",
+             "The C(yarn_nodemanager) role makes C(/var/lib/tarn/model-cache), an allowed Docker mount.",
              "Default: a cache per application in its YARN local directory."),
     )  # fmt: skip
     model_cache_max_gib: float = option(
@@ -149,9 +148,9 @@ class TarnConfig:
         "hdfs", "--model-verify", group="what to serve", choices=("hdfs", "recompute"), launcher=True,
         help="hdfs: trust the DataNode's checksum-verified read, check lengths; recompute: also "
         "recompute HDFS's file checksum here (CPU-bound, slower)",
-        doc=("How staged bytes are checked. C(hdfs) (default): the DataNode verifies every chunk's CRC "
-             "as it serves WebHDFS, TARN checks lengths and keeps CRC-32s for the start-up check. "
-             "C(recompute): also recomputes HDFS's MD5-of-MD5-of-CRC32C checksum on the node.",),
+        doc=("How staged bytes are checked.",
+             "C(hdfs) (default): the DataNode checks each chunk's CRC as it serves WebHDFS; TARN, lengths.",
+             "C(recompute): TARN also recomputes HDFS's file checksum on the node (slower)."),
     )  # fmt: skip
     image: str | None = option(
         None, "--image", group="what to serve", help="Triton Docker image (docker runtime)",
