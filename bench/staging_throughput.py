@@ -45,8 +45,10 @@ LARGE = ("/user/tarn/bench/large", 1, 512 << 20)  # one 512 MiB file
 @dataclass
 class Round:
     sequential_s: float
+    sequential_busy: float  # the machine's cores busy during the plain read (2.0: both of 2)
     cold: StageReport
     cold_cpu_s: float
+    cold_busy: float
     warm: StageReport
 
 
@@ -71,21 +73,38 @@ def stage(args: argparse.Namespace, client: WebHdfsClient, source: str, scratch:
     return stage_repository(source, scratch / name, scratch / "cache", client, args.workers, verify=verify)
 
 
+def machine_ticks() -> tuple[int, int]:
+    """(busy, all) clock ticks of every core, from /proc/stat's cpu line (the lab shares them)."""
+    user, nice, system, idle, iowait, irq, softirq, steal = map(
+        int, Path("/proc/stat").read_text().split()[1:9]
+    )
+    busy = user + nice + system + irq + softirq + steal
+    return busy, busy + idle + iowait
+
+
+def busy_cores(before: tuple[int, int], after: tuple[int, int]) -> float:
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total * (os.cpu_count() or 1) if total else 0.0
+
+
 def one_round(args: argparse.Namespace, client: WebHdfsClient, source: str, path: str) -> Round:
+    ticks = machine_ticks()
     _files, _total, sequential_s = sequential_read(client, path)
+    sequential_busy = busy_cores(ticks, machine_ticks())
     with tempfile.TemporaryDirectory(prefix="tarn-bench-") as scratch:
-        cpu = cpu_seconds()
+        cpu, ticks = cpu_seconds(), machine_ticks()
         cold = stage(args, client, source, Path(scratch), "cold")
-        cold_cpu = cpu_seconds() - cpu
+        cold_cpu, cold_busy = cpu_seconds() - cpu, busy_cores(ticks, machine_ticks())
         warm = stage(args, client, source, Path(scratch), "warm")
-    return Round(sequential_s, cold, cold_cpu, warm)
+    return Round(sequential_s, sequential_busy, cold, cold_cpu, cold_busy, warm)
 
 
 def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: str) -> float:
     """Print one repository's figures; returns staged/plain."""
     files, total, _seconds = sequential_read(client, path)  # also a warm-up of both ends
     rounds = [one_round(args, client, source, path) for _round in range(args.rounds)]
-    sequential_s = min(r.sequential_s for r in rounds)
+    plain = min(rounds, key=lambda r: r.sequential_s)
+    sequential_s = plain.sequential_s
     best = min(rounds, key=lambda r: r.cold.seconds)
     cold, warm = best.cold, min((r.warm for r in rounds), key=lambda r: r.seconds)
     sequential_mbps, staged_mbps = total / sequential_s / MB, total / cold.seconds / MB
@@ -93,10 +112,15 @@ def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: s
     print(
         f"repository            {source}: {files} files, {total / MB:.1f} MB (best of {args.rounds} rounds)"
     )
-    print(f"sequential plain read {sequential_s:8.2f} s  {sequential_mbps:8.1f} MB/s  (no checks)")
+    cores = os.cpu_count() or 1
+    print(
+        f"sequential plain read {sequential_s:8.2f} s  {sequential_mbps:8.1f} MB/s  (no checks; machine "
+        f"{plain.sequential_busy:.2f} of {cores} cores busy)"
+    )
     print(
         f"staging (cold cache)  {cold.seconds:8.2f} s  {staged_mbps:8.1f} MB/s  ({args.workers} workers, "
-        f"{cold.downloaded} downloaded; stager CPU {best.cold_cpu_s / cold.seconds:.2f} cores)"
+        f"{cold.downloaded} downloaded; stager {best.cold_cpu_s / cold.seconds:.2f} cores, machine "
+        f"{best.cold_busy:.2f} of {cores} busy)"
     )
     print(f"ratio staged/plain    {ratio:8.2f} x")
     per_gib = warm.seconds / (total / 2**30)

@@ -180,6 +180,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+Chunk = TypeVar("Chunk", bytes, memoryview)
 _TRANSIENT = (OSError, http.client.HTTPException)  # URLError, timeouts, resets, IncompleteRead
 
 
@@ -255,6 +256,23 @@ class WebHdfsClient:
     ) -> Iterator[bytes]:
         """The file's bytes in chunks, from `offset` for `length` bytes (default: to the end); a
         stream cut off mid-way resumes where it stopped."""
+        return self._stream(path, offset, length, lambda reply: reply.read(chunk_size))
+
+    def read_into(
+        self, path: str, buffer: bytearray, *, offset: int = 0, length: int | None = None
+    ) -> Iterator[memoryview]:
+        """As :meth:`read`, into `buffer` again and again (no allocation per chunk): each chunk is
+        a view of `buffer`, valid until the next one is asked for."""
+        view = memoryview(buffer)
+        return self._stream(path, offset, length, lambda reply: view[: reply.readinto(view)])
+
+    def _stream(
+        self,
+        path: str,
+        offset: int,
+        length: int | None,
+        take: Callable[[http.client.HTTPResponse], Chunk],
+    ) -> Iterator[Chunk]:
         failures = 0
         while length is None or length > 0:
             params = {"offset": str(offset)} | ({"length": str(length)} if length is not None else {})
@@ -263,7 +281,7 @@ class WebHdfsClient:
             try:
                 with reply:
                     declared, got = reply.headers.get("Content-Length"), 0
-                    while chunk := reply.read(chunk_size):
+                    while chunk := take(reply):
                         offset += len(chunk)
                         got += len(chunk)
                         if length is not None:

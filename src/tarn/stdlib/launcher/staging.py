@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 MARKER = ".tarn-staged"  # marks a target directory as TARN's to empty and refill
 RANGE_MIN_BYTES = 2 * PIECE_BYTES  # files this big are fetched in parallel ranges
 PROGRESS_INTERVAL_S = 5.0
+READ_BUFFER_BYTES = 1 << 20  # per range read, reused for every chunk
 Verify = Literal["hdfs", "recompute"]
 VERIFY_MODES: tuple[Verify, ...] = ("hdfs", "recompute")
 
@@ -274,10 +275,11 @@ class _Stager:
         """One range of the file into `fd` at its offset: (CRC-32 of each piece, bytes received)."""
         crcs: list[int] = []
         crc, in_piece, position = 0, 0, offset
-        for chunk in self.client.read(remote.status.path, offset=offset, length=length):
+        buffer = bytearray(min(READ_BUFFER_BYTES, max(length, 1)))
+        for chunk in self.client.read_into(remote.status.path, buffer, offset=offset, length=length):
             os.pwrite(fd, chunk, position)
             position += len(chunk)
-            view = memoryview(chunk)
+            view = chunk
             while view:  # split the chunk at piece boundaries
                 take = min(len(view), PIECE_BYTES - in_piece)
                 crc = zlib.crc32(view[:take], crc)
