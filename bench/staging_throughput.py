@@ -3,7 +3,7 @@ lengths and CRC-32s checked) against a plain sequential WebHDFS read of the same
 same run, for a repository of many small files and for one large file.
 
     python bench/staging_throughput.py --lab              # the lab's HDFS (uploads the two
-                                                          # repositories under /tarn/bench once)
+                                                          # repositories under /user/tarn/bench once)
     python bench/staging_throughput.py --self-test        # a loopback fake NameNode/DataNode
 
 Each round reads everything sequentially (OPEN, bytes discarded, nothing checked), then stages
