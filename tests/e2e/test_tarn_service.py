@@ -176,7 +176,7 @@ def test_models_from_hdfs_with_secrets(
             "tarn-lab-worker2", next(r for r in rows if r["host"] == "worker2")["container"]
         )
         assert "downloaded" in staged
-        assert "not content-verified" not in staged  # every file checked against HDFS's checksum
+        assert "[verified: hdfs]" in staged  # lengths, and the DataNode's checksum-verified read
 
         # A restarted instance finds every file in the node's cache: nothing is downloaded again.
         # YARN relaunches it in its container or starts a new one: either way a new tritonserver.
@@ -191,7 +191,7 @@ def test_models_from_hdfs_with_secrets(
         again = next(r for r in rows if r["host"] == "worker1")
         log = container_log("tarn-lab-worker1", again["container"])
         assert " 0 downloaded" in log, log[-2000:]
-        assert "reused from the cache" in log
+        assert "reused from the node cache" in log
         infer_everywhere([again], "FOO=set")
     finally:
         tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
