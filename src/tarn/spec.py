@@ -336,13 +336,11 @@ def _static(src: str, dest: str) -> JSON:
 
 def _triton_docker_env(config: TarnConfig) -> dict[str, str]:
     reads = (config.model_repository, config.secrets)
-    env = _docker_env(config, privileged=config.docker_privileged, ports=config.docker_ports, reads=reads)
-    cache = config.model_cache_dir
-    staged = config.model_repository.startswith("hdfs://")
-    if env and cache and staged and not any(_within(cache, m.split(":")[1]) for m in config.docker_mounts):
-        # the node cache is written by the launcher inside the container (the role allows it rw)
-        mounts = [m for m in env.get("YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS", "").split(",") if m]
-        env["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"] = ",".join([*mounts, f"{cache}:{cache}:rw"])
+    # the node cache, when staging from HDFS: the launcher writes it (the role allows it rw)
+    writes = (config.model_cache_dir,) if config.model_repository.startswith("hdfs://") else ()
+    env = _docker_env(
+        config, privileged=config.docker_privileged, ports=config.docker_ports, reads=reads, writes=writes
+    )
     if env and config.world_size > 1:
         # The ranks of a world share the container (one IPC namespace: no --ipc=host, which YARN
         # cannot pass anyway). NCCL and the Python backend's stubs need more shared memory than
@@ -353,7 +351,12 @@ def _triton_docker_env(config: TarnConfig) -> dict[str, str]:
 
 
 def _docker_env(
-    config: TarnConfig, *, privileged: bool, ports: tuple[str, ...], reads: tuple[str | None, ...]
+    config: TarnConfig,
+    *,
+    privileged: bool,
+    ports: tuple[str, ...],
+    reads: tuple[str | None, ...],
+    writes: tuple[str | None, ...] = (),
 ) -> dict[str, str]:
     if config.runtime != "docker":
         return {}
@@ -362,7 +365,7 @@ def _docker_env(
         "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE": config.image or "",
         "YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK": config.docker_network,
     }
-    mounts = _docker_mounts(config, reads)
+    mounts = _docker_mounts(config, reads, writes)
     optional = {
         "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS": ",".join(mounts),
         "YARN_CONTAINER_RUNTIME_DOCKER_RUN_PRIVILEGED_CONTAINER": "true" if privileged else "",
@@ -373,15 +376,18 @@ def _docker_env(
     return env
 
 
-def _docker_mounts(config: TarnConfig, reads: tuple[str | None, ...]) -> list[str]:
-    """The explicit mounts, then a read-only mount of each local path the component reads and none covers."""
+def _docker_mounts(
+    config: TarnConfig, reads: tuple[str | None, ...], writes: tuple[str | None, ...] = ()
+) -> list[str]:
+    """The explicit mounts, then a mount of each local path the component reads (read-only) or
+    writes (read-write) that none covers."""
     mounts = list(config.docker_mounts)
-    for path in reads:
-        if path is None or not path.startswith("/"):
-            continue
-        covered = any(_within(path, mount.split(":")[1]) for mount in mounts)
-        if not covered:
-            mounts.append(f"{path}:{path}:ro")
+    for paths, mode in ((reads, "ro"), (writes, "rw")):
+        for path in paths:
+            if path is None or not path.startswith("/"):
+                continue
+            if not any(_within(path, mount.split(":")[1]) for mount in mounts):
+                mounts.append(f"{path}:{path}:{mode}")
     return mounts
 
 
