@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from tarn.errors import TarnError
 from tarn.ranger.state import Documents
+from tarn.stdlib.files import write_atomically
 
 JSON = dict[str, Any]
 
@@ -58,7 +58,7 @@ class PolicyCache:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             for path, document, before in pairs:
                 if document is not None and document != before:
-                    _write_atomically(path, json.dumps(document, indent=1).encode())
+                    write_atomically(path, json.dumps(document, indent=1).encode())
         except OSError as exc:
             raise CacheError(f"{self.directory}: {exc.strerror or exc}") from exc
 
@@ -72,14 +72,3 @@ class PolicyCache:
         if not isinstance(document, dict):
             raise CacheError(f"{path} is not a JSON object")
         return document
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(descriptor, "wb") as handle:  # mkstemp: mode 0600
-            handle.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tarn.stdlib.files import write_atomically
+
 log = logging.getLogger(__name__)
 
 PIECE_BYTES = 16 << 20  # the unit of the start-up check, of range reads and of their CRCs
@@ -249,17 +251,3 @@ class NodeCache:
             with contextlib.suppress(OSError):
                 if now - leftover.stat().st_mtime > PARTIAL_MAX_AGE_S:
                     leftover.unlink()
-
-
-def write_atomically(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Complete or absent (rename), not durable (no fsync): a meta torn by a crash is unreadable,
-    and its object is fetched again."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
