@@ -42,6 +42,7 @@ from tarn.stdlib.api_token import Secret
 
 Runtime = Literal["docker", "process"]
 RUNTIMES: tuple[Runtime, ...] = ("docker", "process")
+MODEL_VERIFY_MODES = ("hdfs", "recompute")  # how staged bytes are checked (launcher/staging.py)
 
 SHELL_METACHARACTERS = frozenset(";|&$`<>\\'\"\n\r")
 _WHITESPACE = frozenset(" \t\v\f")
@@ -145,7 +146,7 @@ class TarnConfig:
         help="bound of the model cache in GiB (least recently used files go first; files in use never)",
     )  # fmt: skip
     model_verify: str = option(
-        "hdfs", "--model-verify", group="what to serve", choices=("hdfs", "recompute"), launcher=True,
+        "hdfs", "--model-verify", group="what to serve", choices=MODEL_VERIFY_MODES, launcher=True,
         help="hdfs: trust the DataNode's checksum-verified read, check lengths; recompute: also "
         "recompute HDFS's file checksum here (CPU-bound, slower)",
         doc=("How staged bytes are checked.",
@@ -653,7 +654,7 @@ def _check_model_repository(c: TarnConfig) -> None:
                   "give the node cache directory, e.g. /var/lib/tarn/model-cache")  # fmt: skip
     if not c.model_cache_max_gib > 0:
         _fail("--model-cache-max-gib", f"{c.model_cache_max_gib} is not positive", "give GiB, e.g. 100")
-    if c.model_verify not in ("hdfs", "recompute"):
+    if c.model_verify not in MODEL_VERIFY_MODES:
         _fail("--model-verify", f"{_show(c.model_verify)} is unknown", "use hdfs or recompute")
 
 

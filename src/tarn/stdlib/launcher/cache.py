@@ -230,14 +230,15 @@ class NodeCache:
     def evict(self, bound: int, keep: set[str]) -> list[str]:
         """Remove least recently used objects until the cache holds at most `bound` bytes. Call
         with the cache locked. Returns the keys removed."""
-        chosen = to_evict(self.stored(), keep, bound)
+        stored = self.stored()
+        chosen = to_evict(stored, keep, bound)
         for key in chosen:
             self.remove(key)
             claim = self.try_claim(key)
             if claim:  # nobody is downloading it: its lock file can go too
                 (self.locks / key).unlink(missing_ok=True)
                 claim.release()
-        held = sum(o.size for o in self.stored())
+        held = sum(o.size for o in stored if o.key not in chosen)
         if held > bound:
             log.warning(
                 "model cache %s holds %.1f MiB, above its bound of %.1f MiB, in files in use",

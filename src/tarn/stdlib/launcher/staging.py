@@ -3,8 +3,8 @@ directory; a local path (an HDFS NFS gateway mount) is used in place. Standard l
 
 The copy goes through the node's model cache (:mod:`tarn.stdlib.launcher.cache`), shared by every
 instance and service on the NodeManager: an unchanged file is never fetched twice, a changed one
-(a new HDFS checksum) is fetched alone, and two instances staging the same file at once fetch it
-once (the second waits for the first's claim, then links its copy).
+(a new key: see RemoteFile.key) is fetched alone, and two instances staging the same file at once
+fetch it once (the second waits for the first's claim, then links its copy).
 
 How the bytes are known to be HDFS's (``verify="hdfs"``, the default): a WebHDFS OPEN is served by
 the DataNode through HDFS's own client with checksum verification on, so every 512-byte chunk is
@@ -12,10 +12,10 @@ checked against the block's stored CRC as it is read (a corrupt replica fails th
 reports it); TARN checks that every range arrived whole (lengths) and keeps a CRC-32 of each piece
 of what it wrote, computed in the stream at C speed. ``verify="recompute"`` also recomputes HDFS's
 MD5-of-MD5-of-CRC32C here and matches GETFILECHECKSUM (catches a fault between the DataNode and
-this disk; pure Python, ~100 MB/s per core: the slowest part of a staging then).
+this disk; pure Python, 66-150 MB/s per core on the lab: the slowest part of a staging then).
 
 Each start checks every reused file against its CRC-32s (length and content: a truncated or
-edited cache file is fetched again before Triton starts); ~0.25 s per GiB from the page cache.
+edited cache file is fetched again before Triton starts); 0.21-0.23 s per GiB on the lab.
 
 Files of RANGE_MIN_BYTES or more are fetched as parallel range reads (OPEN offset/length), the rest
 several files at a time; progress (bytes, files, rate, time left) is logged every few seconds.
@@ -49,8 +49,7 @@ MARKER = ".tarn-staged"  # marks a target directory as TARN's to empty and refil
 RANGE_MIN_BYTES = 2 * PIECE_BYTES  # files this big are fetched in parallel ranges
 PROGRESS_INTERVAL_S = 5.0
 READ_BUFFER_BYTES = 1 << 20  # per range read, reused for every chunk
-Verify = Literal["hdfs", "recompute"]
-VERIFY_MODES: tuple[Verify, ...] = ("hdfs", "recompute")
+Verify = Literal["hdfs", "recompute"]  # tarn.stdlib.config.MODEL_VERIFY_MODES, as a type
 
 
 class StagingError(Exception):
@@ -407,8 +406,8 @@ def stage_repository(
             files = [RemoteFile(r, f, c) for r, f, c in zip(relpaths, listed, checksums, strict=True)]
             keys = {f.key for f in files}
             stager = _Stager(client, cache, target_dir, pool, max(1, workers), verify, Progress(0, 0))
-            changed = _drop_changed(stager, files)
-            download, reuse = plan(files, {k for k in keys if usable(cache.meta(k), verify)})
+            cached, changed = _check_cached(stager, files)
+            download, reuse = plan(files, cached)
             _prepare_target(target_dir, source)
             evicted, gone = _place_reused(stager, reuse, keys, max_cache_bytes, download)
             for remote in gone:  # evicted by another stager meanwhile: fetch it after all
@@ -442,9 +441,9 @@ def stage_repository(
     )
 
 
-def _drop_changed(stager: _Stager, files: list[RemoteFile]) -> set[str]:
-    """Check the cached copies of `files` (CRC-32 of every piece); remove those changed on this
-    node, so that they are fetched again. Returns their keys."""
+def _check_cached(stager: _Stager, files: list[RemoteFile]) -> tuple[set[str], set[str]]:
+    """Check the cached copies of `files` (CRC-32 of every piece) and remove those changed on this
+    node, so that they are fetched again. Returns (the keys to reuse, the keys removed)."""
     cache = stager.cache
     found = {key: cache.meta(key) for key in {f.key for f in files}}
     metas = {key: meta for key, meta in found.items() if meta is not None and usable(meta, stager.verify)}
@@ -454,7 +453,7 @@ def _drop_changed(stager: _Stager, files: list[RemoteFile]) -> set[str]:
         log.warning("%s: the node cache's copy changed (%s): fetching it again", names, problem)
         with cache.locked():
             cache.remove(key)
-    return set(changed)
+    return set(metas) - set(changed), set(changed)
 
 
 def _place_reused(
