@@ -241,9 +241,10 @@ def test_ranger_series(ranger: Served) -> None:
     )
     assert value(found, "tarn_ranger_refresh_failures") == 4.0
     assert "tarn_ranger_policy_age_seconds" not in found
-    for family in found.values():
+    for name, family in found.items():  # a decision's figures never say who asked for which model
         for sample in family.samples:
-            assert not {"user", "model"} & set(sample.labels), sample
+            assert name.startswith("tarn_model_") or not {"user", "model"} & set(sample.labels), sample
+            assert "user" not in sample.labels, sample
 
 
 def test_no_ranger_series_without_ranger(plain: Served) -> None:

@@ -21,7 +21,7 @@ from tarn.controller.loop import ControlLoop
 from tarn.controller.metrics import metrics_registry, render
 from tarn.controller.observe import Container, Scrape
 from tarn.controller.server import SECURITY_HEADERS, Api, serve
-from tarn.controller.signals import TritonSample
+from tarn.controller.signals import ModelCounters, TritonSample
 from tarn.stdlib.api_token import Secret
 from tarn.stdlib.config import TarnConfig, validate
 
@@ -90,7 +90,9 @@ class FakeScraper:
             inflight = self.inflight.get(c.instance, 0.0)
             ok, busy = ok + 10 * inflight, busy + 2e6 * inflight  # two seconds per tick
             self.totals[c.instance] = (ok, busy)
-            sample = TritonSample(self.clock[0], ok, 0.0, busy, 0.0)
+            # every request is add_one's, a tenth of its time in the queue
+            models = (("add_one", ModelCounters(ok, 0.0, busy, busy / 10)),)
+            sample = TritonSample(self.clock[0], ok, 0.0, busy, 0.0, models=models)
             results[c.container_id] = Scrape(
                 True, sample, ("add_one",) if c.container_id in want_models else None
             )
@@ -378,3 +380,28 @@ def test_config_redacts_the_token() -> None:
         server.shutdown()
     assert json.loads(reply.body)["token"] == "***"  # noqa: S105 - the redaction mark
     assert TOKEN not in reply.body.decode()
+
+
+def test_each_models_rate_latency_and_totals() -> None:
+    lab = make(instances=2)
+    lab.scraper.inflight = {"triton-0": 1.0, "triton-1": 3.0}  # 5 and 15 requests/s, 0.2 s each
+    lab.ticks(3)
+    [model] = lab.controller.snapshot.models
+    assert (model.model, model.instances) == ("add_one", 2)
+    assert model.requests_per_s == pytest.approx(20.0)
+    assert model.latency_s == pytest.approx(0.2)
+    assert model.queue_s == pytest.approx(0.02)
+    assert lab.controller.counters.models["add_one"].ok == pytest.approx(80.0)  # 2 intervals x 40
+    text = render(metrics_registry(lab.controller, dict)).decode()
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert samples[("tarn_model_requests_total", (("model", "add_one"), ("outcome", "success")))] == 80.0
+    assert samples[("tarn_model_request_duration_seconds_count", (("model", "add_one"),))] == 80.0
+    assert samples[("tarn_model_request_duration_seconds_sum", (("model", "add_one"),))] == pytest.approx(
+        16.0
+    )
+    assert samples[("tarn_model_queue_duration_seconds_sum", (("model", "add_one"),))] == pytest.approx(1.6)
+    assert samples[("tarn_model_instances", (("model", "add_one"),))] == 2.0

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from tarn.controller.registry import Present, RegistryPlan, plan_registry, znode_data
-from tarn.controller.signals import TritonSample, instance_load, parse_triton_metrics
+from tarn.controller.signals import (
+    ModelCounters,
+    ModelDelta,
+    TritonSample,
+    instance_load,
+    model_deltas,
+    parse_triton_metrics,
+)
 
 # The shape of Triton 2.x's metrics port (series as the lab's tritonserver writes them).
 TRITON_TEXT = """\
@@ -43,6 +50,36 @@ def test_parse_sums_models_and_keeps_gpus() -> None:
     assert sample.request_duration_us == 5_000_000
     assert [(g.uuid, g.utilization) for g in sample.gpus] == [("GPU-aaaa", 0.5), ("GPU-bbbb", 0.7)]
     assert (sample.gpus[0].memory_used_bytes, sample.gpus[0].memory_total_bytes) == (2e9, 8e9)
+
+
+def test_parse_keeps_each_models_counters() -> None:
+    sample = parse_triton_metrics(TRITON_TEXT + QUEUE_TEXT, at=5.0)
+    assert sample.models == (
+        ("add_one", ModelCounters(ok=120, failed=3, request_us=4_000_000, queue_us=250_000)),
+        ("linear_onnx", ModelCounters(ok=30, failed=0, request_us=1_000_000, queue_us=0)),
+    )
+
+
+QUEUE_TEXT = """\
+# TYPE nv_inference_queue_duration_us counter
+nv_inference_queue_duration_us{model="add_one",version="1"} 200000
+nv_inference_queue_duration_us{model="add_one",version="2"} 50000
+"""
+
+
+def test_model_deltas_between_two_samples() -> None:
+    before = TritonSample(10.0, models=(("a", ModelCounters(10, 1, 2e6, 1e5)), ("gone", ModelCounters(5))))
+    after = TritonSample(
+        12.0,
+        models=(("a", ModelCounters(30, 1, 4e6, 3e5)), ("new", ModelCounters(4, 0, 4e5, 0))),
+    )
+    assert model_deltas(before, after) == {
+        "a": ModelDelta(ok=20, failed=0, request_s=2.0, queue_s=0.2, elapsed_s=2.0),
+        "new": ModelDelta(ok=4, failed=0, request_s=0.4, queue_s=0.0, elapsed_s=2.0),  # loaded since
+    }
+    restarted = TritonSample(14.0, models=(("a", ModelCounters(3, 0, 1e5, 0)),))
+    assert model_deltas(after, restarted) == {}  # counters went down: no figure from that pair
+    assert model_deltas(None, after) == {}
 
 
 def test_parse_without_gpus_or_traffic() -> None:

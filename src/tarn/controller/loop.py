@@ -50,7 +50,17 @@ from tarn.controller.observe import (
     with_known_addresses,
 )
 from tarn.controller.registry import RegistryPlan, znode_data
-from tarn.controller.signals import Gpu, Load, TritonSample, instance_load
+from tarn.controller.signals import (
+    Gpu,
+    Load,
+    ModelDelta,
+    ModelTotals,
+    ModelView,
+    TritonSample,
+    instance_load,
+    model_deltas,
+    model_views,
+)
 from tarn.errors import TarnError
 from tarn.spec import TRITON, triton_count
 from tarn.stdlib.config import TarnConfig
@@ -134,6 +144,7 @@ class Snapshot:
     held: int = 0  # requests an activator holds, as it last reported
     held_oldest_s: float = 0.0  # how long the oldest of them had waited then
     scale_to_zero: bool = False  # --scale-to-zero-after is on
+    models: tuple[ModelView, ...] = ()  # per model, over the last tick
     drains: dict[str, Drain] = field(default_factory=dict)  # the loop's own, never changed after publishing
 
     @property
@@ -169,6 +180,7 @@ class Counters:
     decommissioned: int = 0
     ticks: int = 0
     demand_reports: int = 0
+    models: dict[str, ModelTotals] = field(default_factory=dict)  # per model, since the start
 
 
 class ControlLoop:
@@ -198,6 +210,7 @@ class ControlLoop:
         self._unlisted_since: dict[str, float] = {}  # by container id: serving, missing from the RM
         self._drains: dict[str, Drain] = {}  # by instance name; the loop thread's alone
         self._idle_removals: tuple[str, ...] = ()  # this tick's drained victims, to decommission
+        self._model_deltas: list[dict[str, ModelDelta]] = []  # this tick's, one dict per instance
         self._history: deque[ScalingEvent] = deque(maxlen=50)
         self.counters = Counters()
         # The API threads share two things with the loop: the published snapshot and the queue of
@@ -312,6 +325,9 @@ class ControlLoop:
             held=self._held(now),
             held_oldest_s=self._held_oldest(now),
             scale_to_zero=self.policy.scale_to_zero_after_s > 0,
+            models=model_views(
+                self._model_deltas, [v.models for v in views if v.state in ("READY", "DRAINING")]
+            ),
             drains=dict(self._drains),
         )
         self._remember_all(problems)
@@ -393,6 +409,7 @@ class ControlLoop:
         live = {c.container_id for c in containers}
         self._tracked = {k: v for k, v in self._tracked.items() if k in live}
         scrapes = {c.container_id: scrapes.get(c.container_id, NO_SCRAPE) for c in containers}
+        self._model_deltas = []
         loads = {c.container_id: self._track(c, scrapes[c.container_id], now) for c in containers}
         self._follow_drains(containers, scrapes, now)
         views = [self._view(c, scrapes[c.container_id], loads[c.container_id]) for c in containers]
@@ -406,6 +423,10 @@ class ControlLoop:
         load = None
         if scrape.sample is not None:
             load = instance_load(tracked.sample, scrape.sample, self._concurrency)
+            deltas = model_deltas(tracked.sample, scrape.sample)
+            self._model_deltas.append(deltas)
+            for name, delta in deltas.items():
+                self.counters.models[name] = self.counters.models.get(name, ModelTotals()).plus(delta)
             if _active(tracked.sample, scrape.sample):
                 tracked.last_activity = now
             tracked.sample = scrape.sample

@@ -5,6 +5,10 @@ tarn_gpu_utilization, tarn_gpu_memory_used) plus request, latency and scaling se
 are read from the latest snapshot at scrape time; counters live in the controller.
 Labels never carry a secret: instance names, container ids, hosts, GPU UUIDs only.
 
+Per model (every instance together): ``tarn_model_requests_total`` (label outcome),
+``tarn_model_request_duration_seconds`` and ``tarn_model_queue_duration_seconds`` (summaries: _sum
+and _count; mean = rate(_sum) / rate(_count)), ``tarn_model_instances``.
+
 Scale to zero: ``tarn_scaled_to_zero`` (0/1, with ``--scale-to-zero-after``), ``tarn_requests_held``
 and ``tarn_requests_held_oldest_seconds`` (an activator's last report), ``tarn_demand_reports_total``.
 
@@ -21,10 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
 from tarn.controller.loop import ControlLoop, Snapshot
+from tarn.controller.signals import ModelTotals
 from tarn.ranger.authorizer import Authorizer
 
 INSTANCE_LABELS = ["instance", "container", "host"]
@@ -41,7 +46,7 @@ class SnapshotCollector(Collector):
         self._api_requests = api_requests
         self._authorizer = authorizer
 
-    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | SummaryMetricFamily]:
         snap = self._controller.snapshot
         yield _gauge("tarn_target_containers", "Target number of Triton containers", snap.target)
         yield _gauge("tarn_running_containers", "Triton containers YARN runs", snap.running)
@@ -66,6 +71,7 @@ class SnapshotCollector(Collector):
         )
         yield from _per_instance(snap)
         yield from _per_gpu(snap)
+        yield from _per_model(snap, self._controller.counters.models)
         yield from self._counters()
         if self._authorizer is not None:
             yield from _ranger(self._authorizer)
@@ -96,6 +102,34 @@ class SnapshotCollector(Collector):
 
 def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, text, value=value)
+
+
+def _per_model(
+    snap: Snapshot, totals: dict[str, ModelTotals]
+) -> Iterator[GaugeMetricFamily | CounterMetricFamily | SummaryMetricFamily]:
+    """Per model, every instance together. Counters and sums run from the controller's start (a
+    Triton that restarts does not set them back); Prometheus takes rates and means from them."""
+    requests = CounterMetricFamily(
+        "tarn_model_requests", "Requests Triton completed for the model", labels=["model", "outcome"]
+    )
+    duration = SummaryMetricFamily(
+        "tarn_model_request_duration_seconds",
+        "Time requests spent in Triton, queue included",
+        labels=["model"],
+    )
+    queue = SummaryMetricFamily(
+        "tarn_model_queue_duration_seconds", "Time requests waited in Triton's queue", labels=["model"]
+    )
+    instances = GaugeMetricFamily("tarn_model_instances", "Instances serving the model", labels=["model"])
+    for name, total in sorted(totals.items()):
+        requests.add_metric([name, "success"], total.ok)
+        requests.add_metric([name, "failure"], total.failed)
+        count = round(total.ok + total.failed)  # Triton's counters are whole numbers
+        duration.add_metric([name], count_value=count, sum_value=total.request_s)
+        queue.add_metric([name], count_value=count, sum_value=total.queue_s)
+    for view in snap.models:
+        instances.add_metric([view.model], view.instances)
+    yield from (requests, duration, queue, instances)
 
 
 def _per_instance(snap: Snapshot) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:

@@ -26,6 +26,27 @@ class Gpu:
 
 
 @dataclass(frozen=True)
+class ModelCounters:
+    """Triton's cumulative counters of one model on one instance, summed over its versions."""
+
+    ok: float = 0.0
+    failed: float = 0.0
+    request_us: float = 0.0  # nv_inference_request_duration_us: time in the server, queue included
+    queue_us: float = 0.0  # nv_inference_queue_duration_us
+
+
+@dataclass(frozen=True)
+class ModelDelta:
+    """What one model did on one instance between two samples."""
+
+    ok: float
+    failed: float
+    request_s: float
+    queue_s: float
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
 class TritonSample:
     """One scrape of an instance's metrics port, reduced to what the controller uses."""
 
@@ -35,6 +56,7 @@ class TritonSample:
     request_duration_us: float = 0.0
     pending: float = 0.0
     gpus: tuple[Gpu, ...] = field(default=())
+    models: tuple[tuple[str, ModelCounters], ...] = ()  # by model name, sorted
 
 
 @dataclass(frozen=True)
@@ -57,39 +79,65 @@ _PER_GPU = {
     "nv_gpu_memory_used_bytes": "used",
     "nv_gpu_memory_total_bytes": "total",
 }
+_PER_MODEL = {
+    "nv_inference_request_success": "ok",
+    "nv_inference_request_failure": "failed",
+    "nv_inference_request_duration_us": "request_us",
+    "nv_inference_queue_duration_us": "queue_us",
+}
 _GPU_UUID = re.compile(r'gpu_uuid="([^"]*)"')
+_MODEL = re.compile(r'[{,]model="([^"]*)"')
 
 
 def parse_triton_metrics(text: str, at: float) -> TritonSample:
-    """Sum Triton's per-model series; keep the per-GPU ones.
+    """Sum Triton's per-model series (and keep them per model); keep the per-GPU ones.
 
     A line reader for the few series used, not a general exposition parser: the controller reads
     every instance every tick, and Triton writes ``name{labels} value`` lines without timestamps.
     """
     sums = dict.fromkeys(_SUMMED.values(), 0.0)
     gpu_values: dict[str, dict[str, float]] = {}
+    per_model: dict[str, dict[str, float]] = {}
     for line in text.splitlines():
         if not line.startswith("nv_"):
             continue
         name = line.split("{", 1)[0].split(" ", 1)[0]
-        key = _SUMMED.get(name) or _PER_GPU.get(name)
-        if key is None:
+        if name not in _SUMMED and name not in _PER_GPU and name not in _PER_MODEL:
             continue
         try:
             value = float(line.rsplit(" ", 1)[1])
         except (IndexError, ValueError):
             continue
         if name in _SUMMED:
-            sums[key] += value
-        else:
-            uuid = _GPU_UUID.search(line)
-            if uuid:
-                gpu_values.setdefault(uuid.group(1), {})[key] = value
+            sums[_SUMMED[name]] += value
+        if name in _PER_MODEL and (model := _MODEL.search(line)):
+            counters = per_model.setdefault(model.group(1), dict.fromkeys(_PER_MODEL.values(), 0.0))
+            counters[_PER_MODEL[name]] += value
+        if name in _PER_GPU and (uuid := _GPU_UUID.search(line)):
+            gpu_values.setdefault(uuid.group(1), {})[_PER_GPU[name]] = value
     gpus = tuple(
         Gpu(uuid, v.get("utilization", 0.0), v.get("used", 0.0), v.get("total", 0.0))
         for uuid, v in sorted(gpu_values.items())
     )
-    return TritonSample(at, sums["ok"], sums["failed"], sums["duration"], sums["pending"], gpus)
+    models = tuple((name, ModelCounters(**values)) for name, values in sorted(per_model.items()))
+    return TritonSample(at, sums["ok"], sums["failed"], sums["duration"], sums["pending"], gpus, models)
+
+
+def model_deltas(previous: TritonSample | None, current: TritonSample) -> dict[str, ModelDelta]:
+    """Per model, what it did between two samples of one instance. A model first seen counts from
+    zero (loaded since); one whose counters went down (Triton restarted) is left out."""
+    if previous is None or current.at <= previous.at:
+        return {}
+    before = dict(previous.models)
+    deltas = {}
+    for name, now in current.models:
+        then = before.get(name, ModelCounters())
+        ok, failed = now.ok - then.ok, now.failed - then.failed
+        request_us, queue_us = now.request_us - then.request_us, now.queue_us - then.queue_us
+        if min(ok, failed, request_us, queue_us) < 0:
+            continue
+        deltas[name] = ModelDelta(ok, failed, request_us / 1e6, queue_us / 1e6, current.at - previous.at)
+    return deltas
 
 
 def instance_load(
@@ -123,3 +171,51 @@ def instance_load(
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
+
+
+@dataclass(frozen=True)
+class ModelTotals:
+    """Since the controller started: what Triton reported for one model on every instance."""
+
+    ok: float = 0.0
+    failed: float = 0.0
+    request_s: float = 0.0
+    queue_s: float = 0.0
+
+    def plus(self, d: ModelDelta) -> ModelTotals:
+        return ModelTotals(
+            self.ok + d.ok, self.failed + d.failed, self.request_s + d.request_s, self.queue_s + d.queue_s
+        )
+
+
+@dataclass(frozen=True)
+class ModelView:
+    """One model over the last tick, all instances together."""
+
+    model: str
+    instances: int  # instances that list it as ready
+    requests_per_s: float
+    failures_per_s: float
+    latency_s: float | None  # mean time in the server (queue included); None without requests
+    queue_s: float | None
+
+
+def model_views(deltas: list[dict[str, ModelDelta]], listed: list[tuple[str, ...]]) -> tuple[ModelView, ...]:
+    """Per model: the instances' deltas of one tick (one dict per instance) added up, and the
+    number of instances whose model list has it."""
+    names = sorted({name for d in deltas for name in d} | {name for models in listed for name in models})
+    views = []
+    for name in names:
+        mine = [d[name] for d in deltas if name in d and d[name].elapsed_s > 0]
+        count = sum(d.ok + d.failed for d in mine)
+        views.append(
+            ModelView(
+                model=name,
+                instances=sum(name in models for models in listed),
+                requests_per_s=sum((d.ok + d.failed) / d.elapsed_s for d in mine),
+                failures_per_s=sum(d.failed / d.elapsed_s for d in mine),
+                latency_s=sum(d.request_s for d in mine) / count if count else None,
+                queue_s=sum(d.queue_s for d in mine) / count if count else None,
+            )
+        )
+    return tuple(views)
