@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tarn.controller.dashboard import render_dashboard
 from tarn.controller.observe import Container, Scrape
 from tarn.controller.server import Api, serve, with_visible_models
 from tarn.ranger.authorizer import Authorizer
@@ -202,6 +203,15 @@ def test_with_visible_models_asks_once_per_model() -> None:
     snap = with_visible_models(lab.controller.snapshot, may_list)
     assert [i.models for i in snap.instances] == [("add_sub",)] * 3
     assert sorted(asked) == sorted(MODELS)
+
+
+def test_the_per_model_figures_are_cut_to_what_the_user_may_list() -> None:
+    lab = make(instances=2)
+    lab.ticks(3)
+    full = lab.controller.snapshot
+    assert [m.model for m in full.models] == ["add_one"]
+    assert with_visible_models(full, lambda model: False).models == ()
+    assert "add_one" not in render_dashboard(with_visible_models(full, lambda model: False))
 
 
 # ---- /metrics

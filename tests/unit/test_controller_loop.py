@@ -405,3 +405,14 @@ def test_each_models_rate_latency_and_totals() -> None:
     )
     assert samples[("tarn_model_queue_duration_seconds_sum", (("model", "add_one"),))] == pytest.approx(1.6)
     assert samples[("tarn_model_instances", (("model", "add_one"),))] == 2.0
+
+
+def test_the_dashboard_shows_each_models_figures() -> None:
+    lab = make(instances=2)
+    lab.scraper.inflight = {"triton-0": 1.0, "triton-1": 3.0}
+    lab.ticks(3)
+    page = render_dashboard(lab.controller.snapshot)
+    models = page[page.index("<h2>Models</h2>") :]
+    row = models[models.index("<td>add_one</td>") :].split("</tr>", 1)[0]
+    cells = "<td>add_one</td><td>triton-0, triton-1</td><td>20.0</td><td>0.0</td>"
+    assert row == cells + "<td>200.0 ms</td><td>20.0 ms</td>"

@@ -70,7 +70,10 @@ def render_dashboard(
             [_container_row(i) for i in snap.instances],
         ),
         "<h2>Models</h2>",
-        _table(["model", "instances serving it"], _model_rows(snap)),
+        _table(
+            ["model", "instances serving it", "req/s", "failed/s", "mean latency", "mean queue"],
+            _model_rows(snap),
+        ),
         "<h2>Scaling history</h2>",
         _table(
             ["time", "direction", "target", "reason"],
@@ -99,11 +102,28 @@ def _container_row(i: InstanceView) -> list[str]:
 
 
 def _model_rows(snap: Snapshot) -> list[list[str]]:
+    """Each model: who serves it, and its figures over the last tick (every instance together)."""
     serving: dict[str, list[str]] = {}
     for i in snap.instances:
         for model in i.models:
             serving.setdefault(model, []).append(i.instance)
-    return [[model, ", ".join(names)] for model, names in sorted(serving.items())]
+    figures = {m.model: m for m in snap.models}
+    rows = []
+    for model in sorted(serving.keys() | figures.keys()):
+        m = figures.get(model)
+        rows.append([
+            model,
+            ", ".join(serving.get(model, [])) or "-",
+            f"{m.requests_per_s:.1f}" if m else "-",
+            f"{m.failures_per_s:.1f}" if m else "-",
+            _ms(m.latency_s) if m else "-",
+            _ms(m.queue_s) if m else "-",
+        ])  # fmt: skip
+    return rows
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.1f} ms"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

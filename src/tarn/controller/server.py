@@ -111,7 +111,8 @@ def requester(headers: Any) -> str | None:
 
 
 def with_visible_models(snap: Snapshot, may_list: Callable[[str], bool]) -> Snapshot:
-    """The snapshot with each instance's models cut to those ``may_list`` lets the user see."""
+    """The snapshot with each instance's models, and the per-model figures, cut to those
+    ``may_list`` lets the user see."""
     seen: dict[str, bool] = {}
 
     def visible(model: str) -> bool:
@@ -120,7 +121,7 @@ def with_visible_models(snap: Snapshot, may_list: Callable[[str], bool]) -> Snap
         return seen[model]
 
     instances = tuple(replace(i, models=tuple(m for m in i.models if visible(m))) for i in snap.instances)
-    return replace(snap, instances=instances)
+    return replace(snap, instances=instances, models=tuple(m for m in snap.models if visible(m.model)))
 
 
 def instances_body(snap: Snapshot, as_text: bool) -> tuple[str, bytes]:
