@@ -91,7 +91,8 @@ class FakeScraper:
             ok, busy = ok + 10 * inflight, busy + 2e6 * inflight  # two seconds per tick
             self.totals[c.instance] = (ok, busy)
             # every request is add_one's, a tenth of its time in the queue
-            models = (("add_one", ModelCounters(ok, 0.0, busy, busy / 10)),)
+            quantiles = {"p50_us": 150_000.0, "p99_us": 400_000.0, "queue_p99_us": 50_000.0} if ok else {}
+            models = (("add_one", ModelCounters(ok, 0.0, busy, busy / 10, **quantiles)),)
             sample = TritonSample(self.clock[0], ok, 0.0, busy, 0.0, models=models)
             results[c.container_id] = Scrape(
                 True, sample, ("add_one",) if c.container_id in want_models else None
@@ -405,6 +406,9 @@ def test_each_models_rate_latency_and_totals() -> None:
     )
     assert samples[("tarn_model_queue_duration_seconds_sum", (("model", "add_one"),))] == pytest.approx(1.6)
     assert samples[("tarn_model_instances", (("model", "add_one"),))] == 2.0
+    quantile = ("tarn_model_request_duration_seconds", (("model", "add_one"), ("quantile", "0.99")))
+    assert samples[quantile] == 0.4
+    assert ("tarn_model_queue_duration_seconds", (("model", "add_one"), ("quantile", "0.5"))) not in samples
 
 
 def test_the_dashboard_shows_each_models_figures() -> None:
@@ -415,4 +419,5 @@ def test_the_dashboard_shows_each_models_figures() -> None:
     models = page[page.index("<h2>Models</h2>") :]
     row = models[models.index("<td>add_one</td>") :].split("</tr>", 1)[0]
     cells = "<td>add_one</td><td>triton-0, triton-1</td><td>20.0</td><td>0.0</td>"
-    assert row == cells + "<td>200.0 ms</td><td>20.0 ms</td>"
+    latency = "<td>150.0 ms</td><td>400.0 ms</td><td>200.0 ms</td><td>50.0 ms</td><td>20.0 ms</td>"
+    assert row == cells + latency

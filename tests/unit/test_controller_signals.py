@@ -11,6 +11,7 @@ from tarn.controller.signals import (
     TritonSample,
     instance_load,
     model_deltas,
+    model_views,
     parse_triton_metrics,
 )
 
@@ -65,6 +66,54 @@ QUEUE_TEXT = """\
 nv_inference_queue_duration_us{model="add_one",version="1"} 200000
 nv_inference_queue_duration_us{model="add_one",version="2"} 50000
 """
+
+
+# The lab's tritonserver with --metrics-config=summary_latencies=true after 5 add_one requests
+# (a second version's line added by hand, and a quantile without observations).
+TRITON_SUMMARY_TEXT = """\
+nv_inference_request_success{model="add_one",version="1"} 5
+nv_inference_request_duration_us{model="add_one",version="1"} 30216
+nv_inference_queue_duration_us{model="add_one",version="1"} 232
+# HELP nv_inference_request_summary_us Summary of inference request duration in microseconds
+# TYPE nv_inference_request_summary_us summary
+nv_inference_request_summary_us_count{model="add_one",version="1"} 5
+nv_inference_request_summary_us_sum{model="add_one",version="1"} 30216
+nv_inference_request_summary_us{model="add_one",version="1",quantile="0.5"} 420
+nv_inference_request_summary_us{model="add_one",version="1",quantile="0.9"} 439
+nv_inference_request_summary_us{model="add_one",version="1",quantile="0.99"} 439
+nv_inference_request_summary_us{model="add_one",version="2",quantile="0.99"} 900
+nv_inference_request_summary_us{model="idle",version="1",quantile="0.5"} NaN
+# TYPE nv_inference_queue_summary_us summary
+nv_inference_queue_summary_us_count{model="add_one",version="1"} 5
+nv_inference_queue_summary_us{model="add_one",version="1",quantile="0.5"} 21
+nv_inference_queue_summary_us{model="add_one",version="1",quantile="0.99"} 25
+"""
+
+
+def test_parse_keeps_tritons_quantiles_the_largest_over_versions() -> None:
+    [(name, counters)] = parse_triton_metrics(TRITON_SUMMARY_TEXT, at=1.0).models
+    assert name == "add_one"
+    assert counters == ModelCounters(
+        ok=5,
+        failed=0,
+        request_us=30216,
+        queue_us=232,
+        p50_us=420,
+        p99_us=900,
+        queue_p50_us=21,
+        queue_p99_us=25,
+    )
+
+
+def test_model_views_add_up_instances_and_keep_the_slowest_quantile() -> None:
+    delta = ModelDelta(ok=10, failed=2, request_s=1.2, queue_s=0.12, elapsed_s=2.0)
+    fast, slow = ModelCounters(p50_us=400, p99_us=800), ModelCounters(p50_us=500, p99_us=3000)
+    view, other = model_views([{"m": delta}, {"m": delta}], [("m", "other")], [{"m": fast}, {"m": slow}])
+    assert (other.model, other.instances, other.requests_per_s, other.latency_s) == ("other", 1, 0.0, None)
+    assert (view.requests_per_s, view.failures_per_s, view.instances) == (12.0, 2.0, 1)
+    assert view.latency_s == pytest.approx(0.1)
+    assert view.queue_s == pytest.approx(0.01)
+    assert (view.p50_s, view.p99_s, view.queue_p99_s) == (0.0005, 0.003, None)
 
 
 def test_model_deltas_between_two_samples() -> None:

@@ -71,7 +71,17 @@ def render_dashboard(
         ),
         "<h2>Models</h2>",
         _table(
-            ["model", "instances serving it", "req/s", "failed/s", "mean latency", "mean queue"],
+            [
+                "model",
+                "instances serving it",
+                "req/s",
+                "failed/s",
+                "p50",
+                "p99",
+                "mean",
+                "queue p99",
+                "queue mean",
+            ],
             _model_rows(snap),
         ),
         "<h2>Scaling history</h2>",
@@ -111,14 +121,9 @@ def _model_rows(snap: Snapshot) -> list[list[str]]:
     rows = []
     for model in sorted(serving.keys() | figures.keys()):
         m = figures.get(model)
-        rows.append([
-            model,
-            ", ".join(serving.get(model, [])) or "-",
-            f"{m.requests_per_s:.1f}" if m else "-",
-            f"{m.failures_per_s:.1f}" if m else "-",
-            _ms(m.latency_s) if m else "-",
-            _ms(m.queue_s) if m else "-",
-        ])  # fmt: skip
+        rates = [f"{m.requests_per_s:.1f}", f"{m.failures_per_s:.1f}"] if m else ["-", "-"]
+        times = (m.p50_s, m.p99_s, m.latency_s, m.queue_p99_s, m.queue_s) if m else (None,) * 5
+        rows.append([model, ", ".join(serving.get(model, [])) or "-", *rates, *map(_ms, times)])
     return rows
 
 

@@ -325,9 +325,7 @@ class ControlLoop:
             held=self._held(now),
             held_oldest_s=self._held_oldest(now),
             scale_to_zero=self.policy.scale_to_zero_after_s > 0,
-            models=model_views(
-                self._model_deltas, [v.models for v in views if v.state in ("READY", "DRAINING")]
-            ),
+            models=self._model_views(views),
             drains=dict(self._drains),
         )
         self._remember_all(problems)
@@ -416,6 +414,13 @@ class ControlLoop:
         for c in containers:
             self._tracked[c.container_id].was_ready = scrapes[c.container_id].ready
         return views
+
+    def _model_views(self, views: list[InstanceView]) -> tuple[ModelView, ...]:
+        """This tick's per-model figures, from the instances that serve."""
+        serving = [v for v in views if v.state in ("READY", "DRAINING")]
+        samples = [self._tracked[v.container_id].sample for v in serving]
+        latest = [dict(sample.models) for sample in samples if sample is not None]
+        return model_views(self._model_deltas, [v.models for v in serving], latest)
 
     def _track(self, c: Container, scrape: Scrape, now: float) -> Load | None:
         """Remember this scrape; the load since the previous one."""

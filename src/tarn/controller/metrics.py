@@ -7,7 +7,8 @@ Labels never carry a secret: instance names, container ids, hosts, GPU UUIDs onl
 
 Per model (every instance together): ``tarn_model_requests_total`` (label outcome),
 ``tarn_model_request_duration_seconds`` and ``tarn_model_queue_duration_seconds`` (summaries: _sum
-and _count; mean = rate(_sum) / rate(_count)), ``tarn_model_instances``.
+and _count, mean = rate(_sum) / rate(_count); quantiles 0.5 and 0.99 from Triton's own summaries,
+the slowest instance's), ``tarn_model_instances``.
 
 Scale to zero: ``tarn_scaled_to_zero`` (0/1, with ``--scale-to-zero-after``), ``tarn_requests_held``
 and ``tarn_requests_held_oldest_seconds`` (an activator's last report), ``tarn_demand_reports_total``.
@@ -25,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, SummaryMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from tarn.controller.loop import ControlLoop, Snapshot
@@ -46,7 +47,7 @@ class SnapshotCollector(Collector):
         self._api_requests = api_requests
         self._authorizer = authorizer
 
-    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | SummaryMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         snap = self._controller.snapshot
         yield _gauge("tarn_target_containers", "Target number of Triton containers", snap.target)
         yield _gauge("tarn_running_containers", "Triton containers YARN runs", snap.running)
@@ -104,31 +105,34 @@ def _gauge(name: str, text: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, text, value=value)
 
 
-def _per_model(
-    snap: Snapshot, totals: dict[str, ModelTotals]
-) -> Iterator[GaugeMetricFamily | CounterMetricFamily | SummaryMetricFamily]:
+def _per_model(snap: Snapshot, totals: dict[str, ModelTotals]) -> Iterator[Metric]:
     """Per model, every instance together. Counters and sums run from the controller's start (a
-    Triton that restarts does not set them back); Prometheus takes rates and means from them."""
+    Triton that restarts does not set them back); Prometheus takes rates and means from them. The
+    quantiles are Triton's own over its recent window, the slowest instance's."""
     requests = CounterMetricFamily(
         "tarn_model_requests", "Requests Triton completed for the model", labels=["model", "outcome"]
     )
-    duration = SummaryMetricFamily(
-        "tarn_model_request_duration_seconds",
-        "Time requests spent in Triton, queue included",
-        labels=["model"],
+    duration = Metric(
+        "tarn_model_request_duration_seconds", "Time requests spent in Triton, queue included", "summary"
     )
-    queue = SummaryMetricFamily(
-        "tarn_model_queue_duration_seconds", "Time requests waited in Triton's queue", labels=["model"]
-    )
+    queue = Metric("tarn_model_queue_duration_seconds", "Time requests waited in Triton's queue", "summary")
     instances = GaugeMetricFamily("tarn_model_instances", "Instances serving the model", labels=["model"])
     for name, total in sorted(totals.items()):
         requests.add_metric([name, "success"], total.ok)
         requests.add_metric([name, "failure"], total.failed)
         count = round(total.ok + total.failed)  # Triton's counters are whole numbers
-        duration.add_metric([name], count_value=count, sum_value=total.request_s)
-        queue.add_metric([name], count_value=count, sum_value=total.queue_s)
+        for family, seconds in ((duration, total.request_s), (queue, total.queue_s)):
+            family.add_sample(f"{family.name}_count", {"model": name}, count)
+            family.add_sample(f"{family.name}_sum", {"model": name}, seconds)
     for view in snap.models:
         instances.add_metric([view.model], view.instances)
+        for family, quantiles in (
+            (duration, {"0.5": view.p50_s, "0.99": view.p99_s}),
+            (queue, {"0.5": view.queue_p50_s, "0.99": view.queue_p99_s}),
+        ):
+            for quantile, value in quantiles.items():
+                if value is not None:
+                    family.add_sample(family.name, {"model": view.model, "quantile": quantile}, value)
     yield from (requests, duration, queue, instances)
 
 

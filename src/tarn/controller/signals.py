@@ -14,6 +14,7 @@ The load of an instance is the larger of:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 
@@ -33,6 +34,12 @@ class ModelCounters:
     failed: float = 0.0
     request_us: float = 0.0  # nv_inference_request_duration_us: time in the server, queue included
     queue_us: float = 0.0  # nv_inference_queue_duration_us
+    # Triton's own quantiles over its recent window (--metrics-config=summary_latencies=true, which
+    # the launcher sets); the largest over the model's versions; None where Triton gives none
+    p50_us: float | None = None
+    p99_us: float | None = None
+    queue_p50_us: float | None = None
+    queue_p99_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -85,8 +92,16 @@ _PER_MODEL = {
     "nv_inference_request_duration_us": "request_us",
     "nv_inference_queue_duration_us": "queue_us",
 }
+_QUANTILES = {  # (series, quantile label) -> ModelCounters field
+    ("nv_inference_request_summary_us", "0.5"): "p50_us",
+    ("nv_inference_request_summary_us", "0.99"): "p99_us",
+    ("nv_inference_queue_summary_us", "0.5"): "queue_p50_us",
+    ("nv_inference_queue_summary_us", "0.99"): "queue_p99_us",
+}
+_SUMMARIES = {series for series, _quantile in _QUANTILES}
 _GPU_UUID = re.compile(r'gpu_uuid="([^"]*)"')
 _MODEL = re.compile(r'[{,]model="([^"]*)"')
+_QUANTILE = re.compile(r'[{,]quantile="([^"]*)"')
 
 
 def parse_triton_metrics(text: str, at: float) -> TritonSample:
@@ -98,11 +113,12 @@ def parse_triton_metrics(text: str, at: float) -> TritonSample:
     sums = dict.fromkeys(_SUMMED.values(), 0.0)
     gpu_values: dict[str, dict[str, float]] = {}
     per_model: dict[str, dict[str, float]] = {}
+    quantiles: dict[str, dict[str, float]] = {}
     for line in text.splitlines():
         if not line.startswith("nv_"):
             continue
         name = line.split("{", 1)[0].split(" ", 1)[0]
-        if name not in _SUMMED and name not in _PER_GPU and name not in _PER_MODEL:
+        if name not in _SUMMED and name not in _PER_GPU and name not in _PER_MODEL and name not in _SUMMARIES:
             continue
         try:
             value = float(line.rsplit(" ", 1)[1])
@@ -113,14 +129,28 @@ def parse_triton_metrics(text: str, at: float) -> TritonSample:
         if name in _PER_MODEL and (model := _MODEL.search(line)):
             counters = per_model.setdefault(model.group(1), dict.fromkeys(_PER_MODEL.values(), 0.0))
             counters[_PER_MODEL[name]] += value
+        key = _quantile_field(name, line)
+        if key and (model := _MODEL.search(line)) and value == value:  # NaN: no request in the window
+            mine = quantiles.setdefault(model.group(1), {})
+            mine[key] = max(mine.get(key, value), value)
         if name in _PER_GPU and (uuid := _GPU_UUID.search(line)):
             gpu_values.setdefault(uuid.group(1), {})[_PER_GPU[name]] = value
     gpus = tuple(
         Gpu(uuid, v.get("utilization", 0.0), v.get("used", 0.0), v.get("total", 0.0))
         for uuid, v in sorted(gpu_values.items())
     )
-    models = tuple((name, ModelCounters(**values)) for name, values in sorted(per_model.items()))
+    models = tuple(
+        (name, ModelCounters(**per_model.get(name, {}), **quantiles.get(name, {})))
+        for name in sorted(per_model.keys() | quantiles.keys())
+    )
     return TritonSample(at, sums["ok"], sums["failed"], sums["duration"], sums["pending"], gpus, models)
+
+
+def _quantile_field(name: str, line: str) -> str | None:
+    """The ModelCounters field a summary's quantile line fills, if it is one TARN keeps."""
+    if name not in _SUMMARIES or not (quantile := _QUANTILE.search(line)):
+        return None
+    return _QUANTILES.get((name, quantile.group(1)))
 
 
 def model_deltas(previous: TritonSample | None, current: TritonSample) -> dict[str, ModelDelta]:
@@ -198,16 +228,27 @@ class ModelView:
     failures_per_s: float
     latency_s: float | None  # mean time in the server (queue included); None without requests
     queue_s: float | None
+    # Triton's quantiles, the largest over the instances (the slowest instance's); None: none given
+    p50_s: float | None = None
+    p99_s: float | None = None
+    queue_p50_s: float | None = None
+    queue_p99_s: float | None = None
 
 
-def model_views(deltas: list[dict[str, ModelDelta]], listed: list[tuple[str, ...]]) -> tuple[ModelView, ...]:
-    """Per model: the instances' deltas of one tick (one dict per instance) added up, and the
-    number of instances whose model list has it."""
+def model_views(
+    deltas: list[dict[str, ModelDelta]],
+    listed: list[tuple[str, ...]],
+    latest: list[dict[str, ModelCounters]] | None = None,
+) -> tuple[ModelView, ...]:
+    """Per model: the instances' deltas of one tick (one dict per instance) added up, the number
+    of instances whose model list has it, and the largest of their latest quantiles."""
+    latest = latest or []
     names = sorted({name for d in deltas for name in d} | {name for models in listed for name in models})
     views = []
     for name in names:
         mine = [d[name] for d in deltas if name in d and d[name].elapsed_s > 0]
         count = sum(d.ok + d.failed for d in mine)
+        counters = [c[name] for c in latest if name in c]
         views.append(
             ModelView(
                 model=name,
@@ -216,6 +257,15 @@ def model_views(deltas: list[dict[str, ModelDelta]], listed: list[tuple[str, ...
                 failures_per_s=sum(d.failed / d.elapsed_s for d in mine),
                 latency_s=sum(d.request_s for d in mine) / count if count else None,
                 queue_s=sum(d.queue_s for d in mine) / count if count else None,
+                p50_s=_largest_s(c.p50_us for c in counters),
+                p99_s=_largest_s(c.p99_us for c in counters),
+                queue_p50_s=_largest_s(c.queue_p50_us for c in counters),
+                queue_p99_s=_largest_s(c.queue_p99_us for c in counters),
             )
         )
     return tuple(views)
+
+
+def _largest_s(values_us: Iterable[float | None]) -> float | None:
+    known = [v for v in values_us if v is not None]
+    return max(known) / 1e6 if known else None

@@ -107,6 +107,7 @@ def triton_command(args: argparse.Namespace, repository: Path, server_id: str = 
         f"--metrics-address={args.address}",
         "--allow-metrics=true",
         "--allow-gpu-metrics=true",  # the load signal the controller scales on
+        "--metrics-config=summary_latencies=true",  # per-model p50/p99 for the controller's figures
         "--model-control-mode=explicit",
         "--load-model=*",
     ]
