@@ -1,4 +1,6 @@
-"""/dashboard: one HTML page rendered from the snapshot (no script; it refreshes itself).
+"""/dashboard: one HTML page rendered from the snapshot, with charts drawn by /dashboard.js from
+/dashboard/data; the script refreshes charts, cards and tables in place (without it, the page
+reloads itself).
 
 Every value is escaped. The page never shows the token or any secret: the snapshot holds none.
 With Ranger on, the caller passes a snapshot cut to the models the viewer may list, and the
@@ -22,7 +24,11 @@ th{background:#eef1f5} .READY{color:#137333} .DRAINING{color:#b06000}
 .STARTING,.UNREACHABLE{color:#a50e0e} .cards{display:flex;gap:1em;flex-wrap:wrap}
 .card{background:#fff;border:1px solid #d5d9e0;padding:.6em 1em;min-width:8em}
 .card b{display:block;font-size:1.6em} .problem{color:#a50e0e}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(30em,1fr));gap:1em;margin-top:1em}
+.chart{background:#fff;border:1px solid #d5d9e0;padding:.4em .8em} .chart h3{font-size:1em;margin:.2em 0}
+.chart svg{width:100%;height:auto} .legend{font-size:.9em} .legend span{margin-right:1em}
 """
+CHARTS = ("instances", "load", "requests", "latency", "gpu")  # the ids /dashboard.js draws into
 
 
 def render_dashboard(
@@ -54,9 +60,12 @@ def render_dashboard(
         notes.append(f"models shown for {user}" if user else "no X-TARN-User header: no models shown")
     parts = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
-        f'<meta http-equiv="refresh" content="{refresh_s}">',
-        f"<title>TARN · {escape(snap.service)}</title><style>{STYLE}</style></head><body>",
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f'<noscript><meta http-equiv="refresh" content="{refresh_s}"></noscript>',
+        f"<title>TARN · {escape(snap.service)}</title><style>{STYLE}</style></head>",
+        f'<body data-refresh="{refresh_s}">',
         f"<h1>TARN · {escape(snap.service)}</h1>",
+        '<div id="live-top">',
         f"<p>as of {escape(_clock(snap.at))}; "
         f"last decision: {escape(snap.decision.reason if snap.decision else 'none yet')}</p>",
         '<div class="cards">',
@@ -64,6 +73,11 @@ def render_dashboard(
         "</div>",
         *(f'<p class="problem">{escape(p)}</p>' for p in problems),
         *(f"<p>{escape(n)}</p>" for n in notes),
+        "</div>",
+        '<div id="charts" class="charts">',
+        *(f'<div class="chart" id="chart-{chart}"></div>' for chart in CHARTS),
+        "</div>",
+        '<div id="live-tables">',
         "<h2>Containers</h2>",
         _table(
             ["instance", "state", "host", "HTTP", "load", "req/s", "GPUs", "models", "container"],
@@ -89,6 +103,8 @@ def render_dashboard(
             ["time", "direction", "target", "reason"],
             [[_clock(e.at), e.direction, f"{e.target_from} → {e.target_to}", e.reason] for e in snap.history],
         ),
+        "</div>",
+        '<script src="/dashboard.js"></script>',
         "</body></html>",
     ]
     return "\n".join(parts)

@@ -61,6 +61,7 @@ from tarn.controller.signals import (
     model_deltas,
     model_views,
 )
+from tarn.controller.timeline import Timeline
 from tarn.errors import TarnError
 from tarn.spec import TRITON, triton_count
 from tarn.stdlib.config import TarnConfig
@@ -213,6 +214,7 @@ class ControlLoop:
         self._model_deltas: list[dict[str, ModelDelta]] = []  # this tick's, one dict per instance
         self._history: deque[ScalingEvent] = deque(maxlen=50)
         self.counters = Counters()
+        self.timeline = Timeline()  # the dashboard's charts
         # The API threads share two things with the loop: the published snapshot and the queue of
         # operator requests the next tick applies.
         self._lock = threading.Lock()
@@ -381,6 +383,7 @@ class ControlLoop:
     def _publish(self, snapshot: Snapshot) -> Snapshot:
         with self._published:
             self._snapshot = snapshot
+            self.timeline.add(snapshot)
             self._published.notify_all()
         return snapshot
 

@@ -29,13 +29,14 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tarn.activator.demand import Report
 from tarn.controller.dashboard import render_dashboard
+from tarn.controller.dashboard_script import DASHBOARD_JS
 from tarn.controller.loop import ControlLoop, Snapshot
 from tarn.controller.metrics import metrics_registry, render
 from tarn.ranger.authorizer import ACCESS_TYPES, Authorizer
@@ -48,7 +49,13 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
 }
-QUERY_TOKEN_PATHS = ("/metrics", "/dashboard")
+QUERY_TOKEN_PATHS = ("/metrics", "/dashboard", "/dashboard/data")
+SCRIPT = DASHBOARD_JS.encode()
+# The dashboard runs /dashboard.js (from here only) and fetches from here only.
+DASHBOARD_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; script-src 'self'; "
+    "connect-src 'self'; frame-ancestors 'none'"
+}
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 IDLE_TIMEOUT_S = 10.0
 USER_HEADER = "X-TARN-User"
@@ -215,7 +222,7 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
                 code, content_type, body = action(query)
             except BadRequest as exc:
                 code, content_type, body = 400, "application/json", json.dumps({"error": str(exc)}).encode()
-            self._send(code, content_type, body, label)
+            self._send(code, content_type, body, label, DASHBOARD_HEADERS if path == "/dashboard" else None)
 
         def _route(
             self, method: str, path: str
@@ -237,6 +244,8 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
                 "/instances": ({"format"}, True, lambda q: _instances(api, q, self.headers, client)),
                 "/metrics": (set(), True, lambda q: (200, PROMETHEUS_TEXT, render(api.registry))),
                 "/dashboard": (set(), True, lambda q: _dashboard(api, self.headers, client)),
+                "/dashboard/data": (set(), True, lambda q: _dashboard_data(api)),
+                "/dashboard.js": (set(), False, lambda q: (200, "text/javascript; charset=utf-8", SCRIPT)),
                 "/config": (set(), True, lambda q: _json(200, api.controller.config.redacted())),
                 "/authorize": (
                     {"model", "action", "user"},
@@ -295,6 +304,21 @@ def _dashboard(api: Api, headers: Any, client_ip: str) -> tuple[int, str, bytes]
     ranger = None if api.authorizer is None else api.authorizer.health()
     page = render_dashboard(api.snapshot_for(headers, client_ip), ranger=ranger, user=requester(headers))
     return 200, "text/html; charset=utf-8", page.encode()
+
+
+def _dashboard_data(api: Api) -> tuple[int, str, bytes]:
+    """The charts' points and the scaling events: no model or user names, the same for every viewer."""
+    snap, config = api.controller.snapshot, api.controller.config
+    return _json(
+        200,
+        {
+            "points": api.controller.timeline.points(),
+            "events": [asdict(event) for event in snap.history],
+            "scale_up": config.scale_up,
+            "scale_down": config.scale_down,
+            "max_instances": config.max_instances,
+        },
+    )
 
 
 def _authorize(api: Api, query: dict[str, str], headers: Any, client_ip: str) -> tuple[int, str, bytes]:

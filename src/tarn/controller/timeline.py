@@ -1,0 +1,71 @@
+"""The dashboard's charts: one point per tick over a recent window, from the published snapshots
+(pure, bounded). Points carry no model or user names, so every viewer may see them."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the loop holds a Timeline
+    from tarn.controller.loop import Snapshot
+
+WINDOW_POINTS = 900  # 30 minutes of 2 s ticks
+
+
+@dataclass(frozen=True)
+class Point:
+    at: float  # wall clock
+    target: int
+    running: int
+    ready: int
+    registered: int
+    load: float | None  # mean over the instances that report one
+    requests_per_s: float
+    failures_per_s: float
+    latency_s: float | None  # mean time in the server (Little's law over every instance)
+    p99_s: float | None  # the slowest model's p99 (Triton's quantiles)
+    queue_s: float | None  # mean queue time, request-weighted over the models
+    gpu_utilization: float | None  # mean over every GPU
+    gpu_memory_used: float | None  # bytes, every GPU together
+
+
+def point_of(snap: Snapshot) -> Point:
+    loads = [i.load for i in snap.instances if i.load is not None]
+    rate = sum(load.request_rate for load in loads)
+    inflight = sum(load.inflight for load in loads)
+    gpus = [g for i in snap.instances for g in i.gpus]
+    p99s = [m.p99_s for m in snap.models if m.p99_s is not None]
+    queued = [
+        (m.queue_s, m.requests_per_s) for m in snap.models if m.queue_s is not None and m.requests_per_s
+    ]
+    weight = sum(r for _q, r in queued)
+    return Point(
+        at=snap.at,
+        target=snap.target,
+        running=snap.running,
+        ready=sum(1 for i in snap.instances if i.state == "READY"),
+        registered=len(snap.serving()),
+        load=sum(load.value for load in loads) / len(loads) if loads else None,
+        requests_per_s=rate,
+        failures_per_s=sum(load.failure_rate for load in loads),
+        latency_s=inflight / rate if rate > 0 else None,
+        p99_s=max(p99s) if p99s else None,
+        queue_s=sum(q * r for q, r in queued) / weight if weight else None,
+        gpu_utilization=sum(g.utilization for g in gpus) / len(gpus) if gpus else None,
+        gpu_memory_used=sum(g.memory_used_bytes for g in gpus) if gpus else None,
+    )
+
+
+class Timeline:
+    """The last `size` points; fed by the loop's thread, read by the API's."""
+
+    def __init__(self, size: int = WINDOW_POINTS) -> None:
+        self._points: deque[Point] = deque(maxlen=size)
+
+    def add(self, snap: Snapshot) -> None:
+        if snap.at:
+            self._points.append(point_of(snap))
+
+    def points(self) -> list[dict[str, float | int | None]]:
+        return [asdict(p) for p in list(self._points)]  # list(): a copy, safe against the loop's append

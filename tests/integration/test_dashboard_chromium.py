@@ -1,0 +1,80 @@
+"""The dashboard's charts in a real headless Chromium: the controller's own loop, API and page
+(the ResourceManager and the Triton instances are the unit tests' fakes), the page's script run by
+the browser, values read off the rendered DOM. The screenshot is kept in build/artifacts."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tarn.controller.server import Api, serve
+from tarn.stdlib.api_token import Secret
+from tests.unit.test_controller_loop import TOKEN, Lab, make
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "build" / "artifacts"
+CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update"]  # fmt: skip
+
+
+@pytest.fixture
+def scaled() -> Iterator[tuple[Lab, str]]:
+    """A service of 2 under a load that makes the controller scale up, served on loopback."""
+    lab = make(instances=2)
+    lab.scraper.inflight = {"triton-0": 1.0, "triton-1": 1.0}  # 5 requests/s each, load 0.25
+    lab.ticks(4)
+    lab.scraper.inflight = {"triton-0": 6.0, "triton-1": 6.0}  # load 1.5 each: above --scale-up
+    lab.ticks(6)
+    assert any(e.direction == "up" for e in lab.controller.snapshot.history), "the fake load did not scale"
+    server = serve(Api(lab.controller, Secret(TOKEN)), "127.0.0.1", 0)
+    try:
+        yield lab, f"http://127.0.0.1:{server.server_address[1]}/dashboard?token={TOKEN}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def browse(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(ARTIFACTS)}
+    # virtual time: the page's fetches and drawing finish before the DOM is dumped
+    command = [*CHROMIUM, "--virtual-time-budget=5000", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True, env=env)
+
+
+def attribute(dom: str, pattern: str) -> list[str]:
+    return re.findall(pattern, dom)
+
+
+def test_the_charts_show_the_rise_and_the_scale_event(scaled: tuple[Lab, str]) -> None:
+    lab, url = scaled
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "dashboard-charts.png"
+    shot.unlink(missing_ok=True)
+    dom = browse("--dump-dom", url).stdout
+    browse(f"--screenshot={shot}", "--window-size=1280,1600", url)
+
+    charts = attribute(dom, r'data-chart="([a-z]+)"')
+    assert charts == ["instances", "load", "requests", "latency", "gpu"]
+    points = int(attribute(dom, r'id="charts"[^>]*data-points="(\d+)"')[0])
+    assert points == len(lab.controller.timeline.points()) == 10
+    # the instance chart ends at the raised target; the scale-up is drawn as an event line
+    target = lab.controller.snapshot.target
+    assert target > 2
+    assert attribute(dom, r'data-series="target" data-last="(\d+)"') == [str(target)]
+    ups = attribute(dom, r'class="event"[^>]*data-direction="up" data-from="(\d+)" data-to="(\d+)"')
+    assert ups
+    assert ups[-1] == ("2", str(target))
+    assert attribute(dom, r'data-threshold="scale-up" data-value="([\d.]+)"') == ["0.8"]
+    # the per-model table: add_one's request rate as the fake instances served it
+    served = sum(6.0 * 10 / 2.0 for _i in range(2))  # 10 requests per unit in flight per 2 s tick
+    row = dom[dom.index("<h2>Models</h2>") :]
+    rate = float(re.search(r"<td>add_one</td><td>[^<]*</td><td>([\d.]+)</td>", row)[1])  # type: ignore[index]
+    assert rate == pytest.approx(served, rel=0.2)
+    assert TOKEN not in dom.replace(url, "")
+    assert shot.stat().st_size > 20_000
+    print(f"\n[dashboard] {points} points, target {target}, add_one {rate:.1f} req/s; screenshot {shot}")
