@@ -9,6 +9,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,7 +47,8 @@ def browse(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True, env=env)
 
 
-def attribute(dom: str, pattern: str) -> list[str]:
+def attribute(dom: str, pattern: str) -> list[Any]:
+    """The pattern's groups in the DOM: strings, or tuples with several groups."""
     return re.findall(pattern, dom)
 
 
