@@ -26,6 +26,7 @@ class Tally:
     failed: int = 0
     errors: list[str] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)
+    finished_at: list[float] = field(default_factory=list)  # wall clock of every answer, good or not
     by_target: dict[str, int] = field(default_factory=dict)
     failing_since: float | None = None  # monotonic time of the first failure
     failing_until: float | None = None  # and of the last
@@ -36,6 +37,10 @@ class Tally:
         if self.failing_since is None or self.failing_until is None:
             return 0.0
         return self.failing_until - self.failing_since
+
+    def finished_between(self, since: float, until: float) -> int:
+        """Requests answered (or failed) in the wall-clock window (since, until]."""
+        return sum(1 for at in list(self.finished_at) if since < at <= until)
 
     def percentile(self, fraction: float) -> float:
         ordered = sorted(self.latencies)
@@ -106,6 +111,7 @@ class Load:
                 good, error = False, f"{target}: {exc.__class__.__name__}: {str(exc)[:160]}"
                 clients.pop(target, None)
             with self._lock:
+                self.tally.finished_at.append(time.time())
                 if good:
                     self.tally.ok += 1
                     self.tally.latencies.append(time.monotonic() - began)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -31,7 +32,7 @@ from tarn.errors import TarnError
 from tarn.stdlib.webhdfs import WebHdfsClient
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
-from .load import Load
+from .load import Load, Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "build" / "test-artifacts"
@@ -228,6 +229,22 @@ def test_registration_follows_readiness_within_2_s(service: Service) -> None:
     assert gone <= 2.0
 
 
+CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update"]  # fmt: skip
+
+
+def browse(*args: str) -> str:
+    """Headless Chromium's stdout. Virtual time lets the page's fetches and drawing finish first."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HOME": str(ARTIFACTS)}
+    command = [*CHROMIUM, "--virtual-time-budget=5000", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True, env=env).stdout
+
+
+def dashboard_url(service: Service) -> str:
+    return f"http://{service.controller_host()}:{AM_PORT}/dashboard?token={service.token}"
+
+
 def test_load_scales_up_to_max_then_idle_scales_down_to_min_without_a_failed_request(
     service: Service,
 ) -> None:
@@ -237,6 +254,8 @@ def test_load_scales_up_to_max_then_idle_scales_down_to_min_without_a_failed_req
             wait_for(lambda: service.instances()["target"] == 3, 180, "the target to reach --max-instances 3")
             rose_after = time.monotonic() - started
             wait_for(lambda: len(service.registered()) == 3, 240, "three instances in discovery")
+            time.sleep(3)  # every instance in the load's rotation for a few ticks
+            page_rate, load_rate = dashboard_under_load(service, heavy.tally)
         with Load(discovery.targets, threads=1, pause_s=0.05) as light:
             wait_for(
                 lambda: service.instances()["target"] == 1, 180, "the target to fall to --min-instances 1"
@@ -249,7 +268,8 @@ def test_load_scales_up_to_max_then_idle_scales_down_to_min_without_a_failed_req
         f" ({heavy.tally.ok} ok, {heavy.tally.failed} failed,"
         f" p50 {heavy.tally.percentile(0.5) * 1000:.0f} ms);"
         f" back to 1 at {fell_after:.1f} s with a light load"
-        f" ({light.tally.ok} ok, {light.tally.failed} failed)"
+        f" ({light.tally.ok} ok, {light.tally.failed} failed);"
+        f" dashboard: add_one {page_rate:.1f} req/s, the load generator {load_rate:.1f} req/s in that tick"
     )
     assert heavy.tally.failed == 0, heavy.tally.errors[:5]
     assert light.tally.failed == 0, light.tally.errors[:5]
@@ -257,6 +277,32 @@ def test_load_scales_up_to_max_then_idle_scales_down_to_min_without_a_failed_req
     metrics = service.api("/metrics", headers=service.headers).text
     counters = {s.name: s.value for f in text_string_to_metric_families(metrics) for s in f.samples}
     assert counters["tarn_decommissioned_instances_total"] >= 2  # 3 -> 1, each drained first
+
+
+def dashboard_under_load(service: Service, tally: Tally) -> tuple[float, float]:
+    """The page in Chromium while the load runs: the instance chart's rise to 3 and the scale-up
+    line, and add_one's req/s in the Models table against what the load generator had answered
+    in the same tick (the timeline's previous point to the page's tick, wall clocks of one host)."""
+    url = dashboard_url(service)
+    dom = browse("--dump-dom", url)
+    browse(f"--screenshot={ARTIFACTS / 'dashboard-under-load.png'}", "--window-size=1280,1600", url)
+    assert re.findall(r'data-series="target" data-last="(\d+)"', dom) == ["3"]
+    ups = re.findall(r'class="event"[^>]*data-direction="up" data-from="(\d+)" data-to="(\d+)"', dom)
+    assert ups, "no scale-up line on the instance chart"
+    assert ups[-1][1] == "3", ups
+    at = float(re.findall(r'id="live-top" data-at="([\d.]+)"', dom)[0])
+    models = dom[dom.index("<h2>Models</h2>") :]
+    page_rate = float(re.findall(r"<td>add_one</td><td>[^<]*</td><td>([\d.]+)</td>", models)[0])
+    points = service.api("/dashboard/data", headers=service.headers).json()["points"]
+    ticks = [p["at"] for p in points]
+    tick = min(range(len(ticks)), key=lambda n: abs(ticks[n] - at))
+    assert tick > 0, "the page's tick has a previous point"
+    assert abs(ticks[tick] - at) < 0.01, "the page's tick is in the timeline"
+    since = ticks[tick - 1]
+    load_rate = tally.finished_between(since, at) / (at - since)
+    assert page_rate == pytest.approx(load_rate, rel=0.2), (page_rate, load_rate, at - since)
+    assert service.token not in dom.replace(url, "")
+    return page_rate, load_rate
 
 
 def test_metrics_parse_and_need_the_token(service: Service) -> None:
@@ -274,36 +320,18 @@ def test_metrics_parse_and_need_the_token(service: Service) -> None:
 
 
 def test_dashboard_renders_in_headless_chromium(service: Service) -> None:
-    host = service.controller_host()
-    url = f"http://{host}:{AM_PORT}/dashboard?token={service.token}"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    url = dashboard_url(service)
     shot = ARTIFACTS / "dashboard.png"
     shot.unlink(missing_ok=True)
-    chromium = [
-        "chromium",
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-    ]
-    env = {**os.environ, "HOME": str(ARTIFACTS)}
-    dom = subprocess.run(
-        [*chromium, "--dump-dom", url], capture_output=True, text=True, timeout=120, check=True, env=env
-    ).stdout
-    subprocess.run(
-        [*chromium, f"--screenshot={shot}", "--window-size=1400,900", url],
-        capture_output=True, timeout=120, check=True, env=env,
-    )  # fmt: skip
+    dom = browse("--dump-dom", url)
+    browse(f"--screenshot={shot}", "--window-size=1400,900", url)
     for instance in service.instances()["instances"]:
         assert instance["instance"] in dom
         assert instance["container_id"] in dom
     assert "Scaling history" in dom
     assert "load" in dom
     assert "-&gt; 3" in dom or "→ 3" in dom  # the scale-up of the load test is in the history
-    assert service.token not in dom
+    assert service.token not in dom.replace(url, "")
     assert shot.stat().st_size > 10_000
     print(f"\ndashboard screenshot: {shot}")
 

@@ -65,7 +65,8 @@ def render_dashboard(
         f"<title>TARN · {escape(snap.service)}</title><style>{STYLE}</style></head>",
         f'<body data-refresh="{refresh_s}">',
         f"<h1>TARN · {escape(snap.service)}</h1>",
-        '<div id="live-top">',
+        # data-at: the tick's wall clock, for scripts that line the figures up with their own
+        f'<div id="live-top" data-at="{snap.at:.3f}">',
         f"<p>as of {escape(_clock(snap.at))}; "
         f"last decision: {escape(snap.decision.reason if snap.decision else 'none yet')}</p>",
         '<div class="cards">',
