@@ -13,6 +13,7 @@ The load of an instance is the larger of:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -130,7 +131,7 @@ def parse_triton_metrics(text: str, at: float) -> TritonSample:
             counters = per_model.setdefault(model.group(1), dict.fromkeys(_PER_MODEL.values(), 0.0))
             counters[_PER_MODEL[name]] += value
         key = _quantile_field(name, line)
-        if key and (model := _MODEL.search(line)) and value == value:  # NaN: no request in the window
+        if key and (model := _MODEL.search(line)) and not math.isnan(value):  # NaN: no request in the window
             mine = quantiles.setdefault(model.group(1), {})
             mine[key] = max(mine.get(key, value), value)
         if name in _PER_GPU and (uuid := _GPU_UUID.search(line)):
