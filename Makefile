@@ -121,5 +121,6 @@ molecule-lab: image dist knox
 	rm -f $(BUILD)/e2e-junit.xml
 	cd $(CURDIR) && molecule test -s lab || { python lab/failures.py $(BUILD)/e2e-junit.xml; exit 1; }
 
+# Every bench that can run here, lab bring-up first: build/bench/report.md with its plots (bench/__main__.py).
 bench: image dist
-	python bench/lab_bringup.py
+	python -m bench

@@ -12,13 +12,14 @@
 Everything on loopback; the instances' source is a local stand-in for the controller's
 /instances.
 
-    python bench/activator.py [--held 1000] [--requests 4000]
+    python bench/activator.py [--held 1000] [--requests 4000] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import os
 import resource
 import socket
@@ -31,6 +32,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from tarn import payload
 
@@ -93,7 +95,7 @@ def post(port: int, body: bytes, timeout: float = 60) -> tuple[int, str | None, 
         conn.close()
 
 
-def overload(zipapp: Path, held: int) -> tuple[int, int]:
+def overload(zipapp: Path, held: int) -> dict[str, Any]:
     source = ThreadingHTTPServer(("127.0.0.1", 0), Instances)
     threading.Thread(target=source.serve_forever, daemon=True).start()
     listen, admin = free_port(), free_port()
@@ -129,10 +131,15 @@ def overload(zipapp: Path, held: int) -> tuple[int, int]:
                 f"the excess: {len(refused)}/{held} got 503 + Retry-After, slowest {slowest * 1000:.0f} ms"
             )
             Instances.listed = ""  # let the held ones time out quickly: stop the activator instead
-        activator.terminate()
-        for future in holding:
-            future.result()
-        return len(refused), held
+            # inside the pool's block: leaving it waits for every held request (--hold-timeout, 120 s)
+            activator.terminate()
+            for future in holding:
+                future.result()
+        return {
+            "held": held, "rss_idle_kib": idle, "rss_holding_kib": full, "rss_after_excess_kib": after,
+            "kib_per_held": (full - idle) / held, "excess_refused": len(refused),
+            "excess_slowest_ms": slowest * 1000,
+        }  # fmt: skip
     finally:
         if activator.poll() is None:
             activator.kill()
@@ -164,7 +171,7 @@ backend triton
 """
 
 
-def entry_latency(zipapp: Path, requests: int) -> None:
+def entry_latency(zipapp: Path, requests: int) -> dict[str, Any]:
     instance, entry, listen, admin = free_port(), free_port(), free_port(), free_port()
     source = ThreadingHTTPServer(("127.0.0.1", 0), Instances)
     threading.Thread(target=source.serve_forever, daemon=True).start()
@@ -209,6 +216,7 @@ def entry_latency(zipapp: Path, requests: int) -> None:
         activator.terminate()
         activator.wait()
         source.shutdown()
+    found: dict[str, Any] = {}
     for name, values in latencies.items():
         ordered = sorted(values)
         p99 = ordered[int(0.99 * len(ordered))]
@@ -216,8 +224,30 @@ def entry_latency(zipapp: Path, requests: int) -> None:
             f"entry {name} the activator as backup: p50 {statistics.median(values) * 1e6:.0f} µs, "
             f"p99 {p99 * 1e6:.0f} µs over {len(values)} requests"
         )
+        found[name] = {
+            "p50_us": statistics.median(values) * 1e6,
+            "p99_us": p99 * 1e6,
+            "requests": len(values),
+        }
     ratio = statistics.median(latencies["with"]) / statistics.median(latencies["without"])
     print(f"with / without (p50): {ratio:.2f}; requests through the activator meanwhile: {carried:.0f}")
+    return found | {"through_activator": carried}
+
+
+def figures(held: dict[str, Any], entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entry's p50 with the activator as backup against without; the excess refused at once."""
+    return [
+        {"name": "entry p50 with the activator as backup", "value": entry["with"]["p50_us"], "unit": "us",
+         "baseline": entry["without"]["p50_us"], "baseline_name": "without"},
+        {"name": "requests through the activator while instances were up",
+         "value": entry["through_activator"], "unit": "", "goal": "0",
+         "met": entry["through_activator"] == 0},
+        {"name": f"RSS holding {held['held']} requests", "value": held["rss_holding_kib"] / 1024,
+         "unit": "MiB", "baseline": held["rss_idle_kib"] / 1024, "baseline_name": "idle"},
+        {"name": f"excess requests refused with 503 + Retry-After (of {held['held']})",
+         "value": held["excess_refused"], "unit": "",
+         "goal": f"all {held['held']}", "met": held["excess_refused"] == held["held"]},
+    ]  # fmt: skip
 
 
 def main() -> None:
@@ -226,6 +256,7 @@ def main() -> None:
     )
     parser.add_argument("--held", type=int, default=1000)
     parser.add_argument("--requests", type=int, default=4000)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # thousands of sockets, here and in the child
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -233,8 +264,17 @@ def main() -> None:
         zipapp = Path(scratch) / "tarn.pyz"
         zipapp.write_bytes(payload.controller_zipapp())
         os.environ.pop("http_proxy", None)
-        overload(zipapp, args.held)
-        entry_latency(zipapp, args.requests)
+        held = overload(zipapp, args.held)
+        entry = entry_latency(zipapp, args.requests)
+    if args.json:
+        document = {
+            "bench": "activator",
+            "parameters": {"held": args.held, "requests": args.requests},
+            "overload": held,
+            "entry": entry,
+            "figures": figures(held, entry),
+        }
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -5,19 +5,25 @@ The instances are simulated by one loopback HTTP server in a separate process th
 Triton's /v2/health/ready, /metrics (Triton's series and format) and /v2/repository/index;
 the RM is a scripted service JSON. Everything else is the real controller code.
 
-    python bench/controller_scale.py [--instances 1000] [--ticks 8]
+With ``--curve 10,100,1000`` it also measures every count in turn (the first is the baseline):
+tick median and p90, controller CPU per tick and per instance, and max RSS, as a curve.
+
+    python bench/controller_scale.py [--instances 1000] [--ticks 8] [--curve 10,100,1000] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import resource
 import socket
 import statistics
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -173,6 +179,9 @@ def rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+# Issue 16 part 3's targets at 1,000 instances.
+GOAL_TICK_MS, GOAL_CPU_MS_PER_INSTANCE, GOAL_RSS_MIB = 500, 0.5, 60
+
 cpu_per_tick: dict[int, float] = {}  # the controller process's own CPU seconds per tick
 
 
@@ -211,12 +220,65 @@ def load_step_to_decision(port: int, tick: float) -> float:
     return rm.decisions[0][0] - stepped if rm.decisions else float("nan")
 
 
+@dataclass
+class Point:
+    """One instance count of the curve: the tick samples, and the max RSS once it was measured."""
+
+    instances: int
+    tick_s: list[float]
+    read: list[int]
+    cpu_s_per_tick: float
+    rss_mib: float
+
+    def summary(self) -> dict[str, Any]:
+        ordered = sorted(self.tick_s)
+        return {
+            "instances": self.instances,
+            "tick_ms": [round(t * 1000, 3) for t in self.tick_s],
+            "median_ms": statistics.median(ordered) * 1000,
+            "p90_ms": ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))] * 1000,
+            "max_ms": ordered[-1] * 1000,
+            "cpu_ms_per_tick": self.cpu_s_per_tick * 1000,
+            "cpu_ms_per_instance": self.cpu_s_per_tick * 1000 / self.instances,
+            "rss_mib": self.rss_mib,
+            "read": self.read,
+        }
+
+
+def figures(points: list[dict[str, Any]], decisions: dict[str, float]) -> list[dict[str, Any]]:
+    """The headline figures: the largest count against the first (the baseline), and the targets,
+    which hold for 1,000 instances (fewer: no verdict)."""
+    base, top = points[0], points[-1]
+    against = f"{base['instances']} instances"
+    at = f"at {top['instances']} instances"
+    found = [
+        {"name": f"tick median {at}", "value": top["median_ms"], "unit": "ms", "baseline": base["median_ms"],
+         "baseline_name": against, "goal": f"<= {GOAL_TICK_MS} ms", "met": top["median_ms"] <= GOAL_TICK_MS},
+        {"name": f"controller CPU per instance {at}", "value": top["cpu_ms_per_instance"], "unit": "ms",
+         "baseline": base["cpu_ms_per_instance"], "baseline_name": against,
+         "goal": f"<= {GOAL_CPU_MS_PER_INSTANCE} ms",
+         "met": top["cpu_ms_per_instance"] <= GOAL_CPU_MS_PER_INSTANCE},
+        {"name": f"max RSS {at}", "value": top["rss_mib"], "unit": "MiB", "baseline": base["rss_mib"],
+         "baseline_name": against, "goal": f"<= {GOAL_RSS_MIB} MiB", "met": top["rss_mib"] <= GOAL_RSS_MIB},
+        {"name": "load step -> scale-up decision, tick 1 s", "value": decisions["1"], "unit": "s",
+         "baseline": decisions["2"], "baseline_name": "tick 2 s"},
+    ]  # fmt: skip
+    if top["instances"] < 1000:
+        return [{**f, "goal": None, "met": None} for f in found]
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--instances", type=int, default=1000)
     parser.add_argument("--ticks", type=int, default=8)
     parser.add_argument("--simulators", type=int, default=2, help="processes serving the simulated instances")
+    parser.add_argument(
+        "--curve", help="instance counts, comma-separated, e.g. 10,100,1000 (the first is the baseline)"
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures and the tick samples here")
     args = parser.parse_args()
+    counts = [int(n) for n in args.curve.split(",")] if args.curve else [10, args.instances]
 
     port = free_port()
     ready: Any = multiprocessing.Queue()
@@ -230,31 +292,61 @@ def main() -> None:
         ready.get(timeout=30)
     requests.get(f"http://127.0.0.1:{port}/control/inflight/2", timeout=5)  # load 0.5: no scaling
     before = rss_mib()
-    baseline, read_small, small = tick_times(port, 10, args.ticks)
-    after_small = rss_mib()
-    measured, read_large, large = tick_times(port, args.instances, args.ticks)
-    after_large = rss_mib()
-    print(f"controller tick, 10 instances (baseline): median {statistics.median(baseline) * 1000:.0f} ms")
+    points: list[Point] = []
+    kept: list[ControlLoop] = []  # every controller stays alive, so the RSS grows as it would
+    for count in counts:
+        times, read, controller = tick_times(port, count, args.ticks)
+        kept.append(controller)
+        points.append(Point(count, times, read, cpu_per_tick[count], rss_mib()))
+    baseline, measured = points[0].tick_s, points[-1].tick_s
+    largest, after_small, after_large = points[-1].instances, points[0].rss_mib, points[-1].rss_mib
+    first = counts[0]
     print(
-        f"controller tick, {args.instances} instances:"
+        f"controller tick, {first} instances (baseline): median {statistics.median(baseline) * 1000:.0f} ms"
+    )
+    print(
+        f"controller tick, {largest} instances:"
         f" median {statistics.median(measured) * 1000:.0f} ms,"
         f" max {max(measured) * 1000:.0f} ms"
         f" ({statistics.median(measured) / statistics.median(baseline):.1f}x"
         f" the baseline; the default tick is 2 s)"
     )
     print(
-        f"controller memory (max RSS): {before:.0f} MiB at start, {after_small:.0f} MiB with 10 instances,"
-        f" {after_large:.0f} MiB with {args.instances}"
-        f" (+{(after_large - after_small) * 1024 / args.instances:.0f} KiB per instance)"
+        f"controller memory (max RSS): {before:.0f} MiB at start,"
+        f" {after_small:.0f} MiB with {first} instances,"
+        f" {after_large:.0f} MiB with {largest}"
+        f" (+{(after_large - after_small) * 1024 / largest:.0f} KiB per instance)"
     )
+    decisions: dict[str, float] = {}
     for tick in (2.0, 1.0):
-        print(f"load step -> scale-up decision, tick {tick:.0f} s: {load_step_to_decision(port, tick):.1f} s")
+        decisions[f"{tick:.0f}"] = load_step_to_decision(port, tick)
+        print(f"load step -> scale-up decision, tick {tick:.0f} s: {decisions[f'{tick:.0f}']:.1f} s")
     print(
         "controller CPU per tick (its own process; the simulators share the machine's cores): "
         + ", ".join(f"{n} instances {seconds * 1000:.0f} ms" for n, seconds in cpu_per_tick.items())
     )
-    print(f"instances read per tick: {read_small} (10); {read_large} ({args.instances})")
-    del small, large
+    print("instances read per tick: " + "; ".join(f"{p.read} ({p.instances})" for p in points))
+    summaries = [p.summary() for p in points]
+    if args.curve:
+        columns = ("median ms", "p90 ms", "CPU ms/tick", "CPU ms/inst", "RSS MiB")
+        print(f"{'instances':>9} " + " ".join(f"{c:>12}" for c in columns))
+        for row in summaries:
+            print(
+                f"{row['instances']:>9} {row['median_ms']:>12.1f} {row['p90_ms']:>12.1f}"
+                f" {row['cpu_ms_per_tick']:>12.1f} {row['cpu_ms_per_instance']:>12.3f}"
+                f" {row['rss_mib']:>12.0f}"
+            )
+    if args.json:
+        document = {
+            "bench": "controller_scale",
+            "parameters": {"ticks": args.ticks, "simulators": args.simulators, "counts": counts},
+            "rss_start_mib": before,
+            "curve": summaries,
+            "load_step_to_decision_s": decisions,
+            "figures": figures(summaries, decisions),
+        }
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
+    del kept
     for server in servers:
         server.terminate()
 

@@ -5,7 +5,10 @@ znode appearing or going in ZooKeeper to HAProxy's backend following it.
 Needs the lab with the main job's service (make lab): tarn-demo, 2 instances, HAProxy on the
 edge published at 127.0.0.1:18000.
 
-    python bench/haproxy_throughput.py [--seconds 15] [--threads 8]
+    python bench/haproxy_throughput.py [--seconds 15] [--threads 8] [--rounds 5] [--json PATH]
+
+``--json`` also keeps every propagation time and, as their baseline, how long one read of the
+backend's state takes (the measurement's own resolution).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import statistics
 import subprocess
 import threading
 import time
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tritonclient.http as triton_http
@@ -28,9 +33,11 @@ HAPROXY = "127.0.0.1:18000"
 DIRECT = "worker1:8000"
 ZK_PATH = "/services/triton/instances"
 INPUT = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
+DIRECT_NAME, HAPROXY_NAME = "direct to one instance", "through HAProxy (2 instances)"
+Hammered = tuple[float, list[float], int]  # requests/s, sorted latencies, failures
 
 
-def hammer(url: str, seconds: float, threads: int) -> tuple[float, list[float], int]:
+def hammer(url: str, seconds: float, threads: int) -> Hammered:
     """Requests per second, latencies and failures of ``threads`` closed-loop clients."""
     latencies: list[float] = []
     failures = [0]
@@ -76,28 +83,63 @@ def backend_ready() -> set[str]:
     return {f"{s.addr}:{s.port}" for s in parse_servers_state(text) if s.admin is AdminState.READY}
 
 
-def propagation(zk: KazooClient, rounds: int) -> tuple[list[float], list[float]]:
+def timed_backend_ready(reads: list[float]) -> set[str]:
+    """backend_ready(), its duration appended to ``reads``."""
+    began = time.monotonic()
+    found = backend_ready()
+    reads.append(time.monotonic() - began)
+    return found
+
+
+def propagation(zk: KazooClient, rounds: int) -> tuple[list[float], list[float], list[float]]:
     """A znode for an address nothing listens on (10.89.42.11:8999): seconds until the backend
-    takes it, and until it lets it go after the znode is deleted."""
+    takes it, and until it lets it go after the znode is deleted; and each read of the backend."""
     endpoint = "10.89.42.11:8999"
     record = {"service": "bench", "instance": "bench-0", "container_id": "bench", "ip": "10.89.42.11",
               "http_port": 8999, "grpc_port": 8998, "metrics_port": 8997, "host": "worker1",
               "url": f"http://{endpoint}", "models": []}  # fmt: skip
     added: list[float] = []
     removed: list[float] = []
+    reads: list[float] = []
     while len(added) < rounds:
         began = time.monotonic()
         zk.create(f"{ZK_PATH}/bench-propagation", json.dumps(record).encode(), ephemeral=True, makepath=True)
-        while endpoint not in backend_ready():
+        while endpoint not in timed_backend_ready(reads):
             time.sleep(0.02)
         added.append(time.monotonic() - began)
         began = time.monotonic()
         zk.delete(f"{ZK_PATH}/bench-propagation")
-        while endpoint in backend_ready():
+        while endpoint in timed_backend_ready(reads):
             time.sleep(0.02)
         removed.append(time.monotonic() - began)
         time.sleep(1.5)  # the slot drains, then goes to MAINT before the next round
-    return added, removed
+    return added, removed, reads
+
+
+def throughput(result: Hammered) -> dict[str, Any]:
+    rps, latencies, failed = result
+    return {
+        "requests_per_s": rps, "p50_ms": percentile(latencies, 0.5), "p99_ms": percentile(latencies, 0.99),
+        "requests": len(latencies), "failed": failed,
+    }  # fmt: skip
+
+
+def figures(
+    direct: Hammered, balanced: Hammered, added: list[float], removed: list[float], reads: list[float]
+) -> list[dict[str, Any]]:
+    """HAProxy against direct; each propagation time against one read of the backend (its resolution)."""
+    read_ms = statistics.median(reads) * 1000
+    return [
+        {"name": "HAProxy requests/s", "value": balanced[0], "unit": "req/s", "baseline": direct[0],
+         "baseline_name": "direct"},
+        {"name": "HAProxy p50", "value": percentile(balanced[1], 0.5), "unit": "ms",
+         "baseline": percentile(direct[1], 0.5), "baseline_name": "direct"},
+        {"name": "znode added -> in HAProxy backend (median)", "value": statistics.median(added) * 1000,
+         "unit": "ms", "baseline": read_ms, "baseline_name": "one backend read"},
+        {"name": "znode deleted -> out of HAProxy backend (median)",
+         "value": statistics.median(removed) * 1000, "unit": "ms", "baseline": read_ms,
+         "baseline_name": "one backend read"},
+    ]  # fmt: skip
 
 
 def main() -> None:
@@ -105,10 +147,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="also write the figures and every sample here")
     args = parser.parse_args()
 
     results = {}
-    for name, url in (("direct to one instance", DIRECT), ("through HAProxy (2 instances)", HAPROXY)):
+    for name, url in ((DIRECT_NAME, DIRECT), (HAPROXY_NAME, HAPROXY)):
         hammer(url, 2, args.threads)  # warm-up: connections, Python backend stubs
         results[name] = hammer(url, args.seconds, args.threads)
     for name, (rps, latencies, failed) in results.items():
@@ -116,7 +159,7 @@ def main() -> None:
             f"{name}: {rps:.0f} requests/s, p50 {percentile(latencies, 0.5):.1f} ms,"
             f" p99 {percentile(latencies, 0.99):.1f} ms, {failed} failed"
         )
-    direct, balanced = results["direct to one instance"], results["through HAProxy (2 instances)"]
+    direct, balanced = results[DIRECT_NAME], results[HAPROXY_NAME]
     print(
         f"ratio HAProxy/direct: {balanced[0] / direct[0]:.2f}x requests/s,"
         f" {percentile(balanced[1], 0.5) / percentile(direct[1], 0.5):.2f}x p50 latency"
@@ -125,7 +168,7 @@ def main() -> None:
     zk = KazooClient(hosts="master:2181")
     zk.start(timeout=15)
     try:
-        added, removed = propagation(zk, args.rounds)
+        added, removed, reads = propagation(zk, args.rounds)
     finally:
         zk.stop()
     print(
@@ -133,6 +176,18 @@ def main() -> None:
         f" (max {max(added) * 1000:.0f}), removed median {statistics.median(removed) * 1000:.0f} ms"
         f" (max {max(removed) * 1000:.0f}); each includes one `podman exec` to read the backend"
     )
+    if args.json:
+        document = {
+            "bench": "haproxy_throughput",
+            "parameters": {"seconds": args.seconds, "threads": args.threads, "rounds": args.rounds},
+            "throughput": {
+                key: throughput(results[name])
+                for key, name in (("direct", DIRECT_NAME), ("haproxy", HAPROXY_NAME))
+            },
+            "propagation": {"added_s": added, "removed_s": removed, "backend_read_s": reads},
+            "figures": figures(results[DIRECT_NAME], results[HAPROXY_NAME], added, removed, reads),
+        }
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
 
 
 if __name__ == "__main__":

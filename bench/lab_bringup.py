@@ -2,16 +2,20 @@
 re-run of site.yml, and the memory the lab holds. Run with `make bench` (it rebuilds the lab).
 
 Cold is the baseline the warm bring-up and the re-run are compared against, in the same run.
+
+    python bench/lab_bringup.py [--json PATH]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.errors import ClusterError
@@ -69,7 +73,21 @@ def lab_memory_mib() -> float:
     return total
 
 
+def figures(cold: float, warm: float, rerun: float) -> list[dict[str, Any]]:
+    return [
+        {"name": "warm bring-up", "value": warm, "unit": "s", "baseline": cold,
+         "baseline_name": "cold bring-up"},
+        {"name": "idempotent re-run of site.yml", "value": rerun, "unit": "s", "baseline": cold,
+         "baseline_name": "cold bring-up"},
+    ]  # fmt: skip
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
     playbook("lab/nodes.yml", "-e", "tarn_lab_state=absent")
     cold = timed("cold bring-up (new nodes)", ["lab/nodes.yml"], ["playbooks/site.yml"])
     subprocess.run(["podman", "stop", "-t", "30", *NODES], check=True, capture_output=True)
@@ -77,9 +95,21 @@ def main() -> None:
     start = time.monotonic()
     recap = playbook("playbooks/site.yml")
     rerun = time.monotonic() - start
+    memory = lab_memory_mib()
     print(f"{'idempotent re-run':<28} {rerun:7.1f} s  (changed={changed(recap)})")
-    print(f"{'lab memory (4 nodes)':<28} {lab_memory_mib():7.0f} MiB")
+    print(f"{'lab memory (4 nodes)':<28} {memory:7.0f} MiB")
     print(f"warm / cold = {warm / cold:.2f}, re-run / cold = {rerun / cold:.2f}")
+    if args.json:
+        document = {
+            "bench": "lab_bringup",
+            "cold_s": cold,
+            "warm_s": warm,
+            "rerun_s": rerun,
+            "rerun_changed": changed(recap),
+            "lab_memory_mib": memory,
+            "figures": figures(cold, warm, rerun),
+        }
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -2,15 +2,20 @@
 came up) and warm (the same service destroyed and submitted again: images, jars and the OS page
 cache are warm; the model cache is per application, so the models are staged again).
 
-    python bench/submit_to_inference.py      (needs the lab: make lab-site)
+    python bench/submit_to_inference.py [--json PATH]     (needs the lab: make lab-site)
+
+Cold is the baseline of warm.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import tritonclient.http as httpclient
@@ -49,7 +54,8 @@ def first_inference(rm: ResourceManager, timeout: float = 600) -> tuple[float, s
     sys.exit("no successful inference")
 
 
-def run(label: str, rm: ResourceManager) -> float:
+def run(label: str, rm: ResourceManager) -> dict[str, Any]:
+    """One submission: the seconds `tarn submit` took, to the first inference, and where."""
     tarn("destroy", "--service-name", SERVICE, "--user", USER, *CLUSTER)
     start = time.monotonic()
     tarn(
@@ -61,20 +67,32 @@ def run(label: str, rm: ResourceManager) -> float:
     seconds, host = first_inference(rm)
     total = submitted + seconds
     print(f"{label:<6} submit {submitted:5.1f} s, first inference after {total:6.1f} s (on {host})")
-    return total
+    return {"submit_s": submitted, "first_inference_s": total, "host": host}
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
     rm = ResourceManager(["http://master:8088"], user=USER)
     hdfs = WebHdfsClient("http://master:9870", SimpleAuth(USER))
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS)
     try:
         cold = run("cold", rm)
         warm = run("warm", rm)
-        print(f"warm / cold = {warm / cold:.2f}")
+        print(f"warm / cold = {warm['first_inference_s'] / cold['first_inference_s']:.2f}")
     finally:
         tarn("destroy", "--service-name", SERVICE, "--user", USER, *CLUSTER)
         hdfs.delete(MODELS, recursive=True)
+    if args.json:
+        figure = {
+            "name": "submit -> first inference, warm", "value": warm["first_inference_s"], "unit": "s",
+            "baseline": cold["first_inference_s"], "baseline_name": "cold",
+        }  # fmt: skip
+        document = {"bench": "submit_to_inference", "cold": cold, "warm": warm, "figures": [figure]}
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
 
 
 if __name__ == "__main__":
