@@ -122,5 +122,5 @@ molecule-lab: image dist knox
 	cd $(CURDIR) && molecule test -s lab || { python lab/failures.py $(BUILD)/e2e-junit.xml; exit 1; }
 
 # Every bench that can run here, lab bring-up first: build/bench/report.md with its plots (bench/__main__.py).
-bench: image dist
+bench: image dist knox
 	python -m bench

@@ -5,8 +5,9 @@ Each bench runs as its own process with ``--json build/bench/<name>.json``, its 
 kept in build/bench/<name>.log. A bench that fails is recorded and shown in the report; the others
 still run. Those that need the lab are skipped, with the reason, when it is not up; lab_bringup
 (which rebuilds the lab, about 15 minutes) runs first unless --no-bringup. Before the benches
-that need the main job's service tarn-demo, lab/main_job.py runs (it reuses a running one), and
-again after scale_timeline if that bench destroyed tarn-demo to make room.
+that need the main job's service tarn-demo, lab/main_job.py runs (it reuses a running one); a
+bench that destroyed tarn-demo for room (submit_to_inference, scale_timeline) says so in its JSON,
+and tarn-demo is brought back before the next bench that needs it, or at the end.
 
     make bench                                    # on the lab: builds what the lab needs first
     python -m bench [--quick] [--no-bringup] [--only NAME,...] [--skip NAME,...]
@@ -131,10 +132,10 @@ def execute(bench: Bench, quick: bool, out: Path, timeout: float = TIMEOUT_S) ->
     return Run(bench.name, status, reason, seconds, shown, os.path.relpath(log, ROOT))
 
 
-def destroyed_demo(out: Path) -> bool:
-    """Whether scale_timeline destroyed tarn-demo to make room (its JSON says so)."""
+def destroyed_demo(out: Path, name: str) -> bool:
+    """Whether the bench destroyed tarn-demo to make room (its JSON says so)."""
     try:
-        return bool(json.loads((out / "scale_timeline.json").read_text()).get("destroyed_demo"))
+        return bool(json.loads((out / f"{name}.json").read_text()).get("destroyed_demo"))
     except (OSError, ValueError):
         return False
 
@@ -149,6 +150,7 @@ class Runner:
         self._lab_checked = False
         self._demo: str | None = None  # why tarn-demo is not there; "" once lab/main_job.py passed
         self._demo_checked = False
+        self.restore_demo = False  # a bench destroyed tarn-demo to make room
 
     def lab(self) -> str | None:
         if not self._lab_checked:
@@ -181,9 +183,14 @@ class Runner:
         self.runs.append(execute(bench, self.quick, self.out))
         if bench.name == "lab_bringup":
             self._lab_checked = self._demo_checked = False  # a new lab: no tarn-demo yet
-        if bench.name == "scale_timeline" and destroyed_demo(self.out):
-            self._demo_checked = False
-            print("\n==> scale_timeline destroyed tarn-demo: bringing it back", flush=True)
+        if destroyed_demo(self.out, bench.name):
+            self._demo_checked = False  # the next bench that needs it brings it back
+            self.restore_demo = True
+
+    def finish(self) -> None:
+        """Leave the lab as found: tarn-demo back if a bench destroyed it and none brought it back."""
+        if self.restore_demo and not self._demo_checked:
+            print("\n==> a bench destroyed tarn-demo: bringing it back", flush=True)
             self.demo()
 
 
@@ -204,6 +211,7 @@ def main() -> None:
     started = time.time()
     for bench in benches:
         runner.run(bench)
+    runner.finish()
     record = {"started": started, "quick": args.quick, "runs": [asdict(r) for r in runner.runs]}
     (OUT / "runs.json").write_text(json.dumps(record, indent=2) + "\n")
     # only now: a child forked from a process holding matplotlib inherits its max RSS (controller_scale's)

@@ -28,6 +28,28 @@ BENCHES: tuple[Bench, ...] = (
     # first: it rebuilds the lab the others measure (about 15 minutes)
     Bench("lab_bringup", "Lab bring-up", "bench/lab_bringup.py", programs=("podman", "ansible-playbook")),
     Bench(
+        "submit_to_inference",
+        "Cold start: submit -> first inference",
+        "bench/submit_to_inference.py",
+        lab=True,
+    ),
+    Bench(
+        "staging_lab",
+        "Staging vs sequential read (the lab's HDFS)",
+        "bench/staging_throughput.py",
+        args=("--lab",),
+        quick=("--lab", "--rounds", "1"),
+        lab=True,
+    ),
+    # it may destroy tarn-demo for room, as submit_to_inference does (the runner brings it back)
+    Bench(
+        "scale_timeline",
+        "Scale-up timeline: load step -> decision -> ready -> serving",
+        "bench/scale_timeline.py",
+        quick=("--settle", "4"),
+        lab=True,
+    ),
+    Bench(
         "entry_overhead",
         "Entry overhead: direct, HAProxy, Knox (wrk)",
         "bench/entry_overhead.py",
@@ -44,28 +66,6 @@ BENCHES: tuple[Bench, ...] = (
         lab=True,
         demo=True,
         programs=("podman",),
-    ),
-    Bench(
-        "submit_to_inference",
-        "Cold start: submit -> first inference",
-        "bench/submit_to_inference.py",
-        lab=True,
-    ),
-    Bench(
-        "staging_lab",
-        "Staging vs sequential read (the lab's HDFS)",
-        "bench/staging_throughput.py",
-        args=("--lab",),
-        quick=("--lab", "--rounds", "1"),
-        lab=True,
-    ),
-    # last of the lab's: it may destroy tarn-demo for room (the runner brings it back)
-    Bench(
-        "scale_timeline",
-        "Scale-up timeline: load step -> decision -> ready -> serving",
-        "bench/scale_timeline.py",
-        quick=("--settle", "4"),
-        lab=True,
     ),
     Bench(
         "controller_scale",

@@ -27,6 +27,7 @@ from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 ROOT = Path(__file__).resolve().parents[1]
 USER = "tarn"
 SERVICE = "bench-submit"
+DEMO = "tarn-demo"  # lab/main_job.py's service
 MODELS = f"/user/{USER}/bench-models"
 CLUSTER = ["--rm-url", "http://master:8088", "--webhdfs-url", "http://master:9870"]
 
@@ -79,6 +80,11 @@ def main() -> None:
     rm = ResourceManager(["http://master:8088"], user=USER)
     hdfs = WebHdfsClient("http://master:9870", SimpleAuth(USER))
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS)
+    # Its instance listens on port 8000 of its host, as the main job's do (one on each worker).
+    destroyed_demo = rm.service(DEMO) is not None
+    if destroyed_demo:
+        print(f"destroying {DEMO}: its instances hold port 8000 (`make lab-job` brings it back)", flush=True)
+        tarn("destroy", "--service-name", DEMO, "--user", USER, *CLUSTER)
     try:
         cold = run("cold", rm)
         warm = run("warm", rm)
@@ -91,7 +97,10 @@ def main() -> None:
             "name": "submit -> first inference, warm", "value": warm["first_inference_s"], "unit": "s",
             "baseline": cold["first_inference_s"], "baseline_name": "cold",
         }  # fmt: skip
-        document = {"bench": "submit_to_inference", "cold": cold, "warm": warm, "figures": [figure]}
+        document = {
+            "bench": "submit_to_inference", "cold": cold, "warm": warm, "figures": [figure],
+            "destroyed_demo": destroyed_demo,
+        }  # fmt: skip
         args.json.write_text(json.dumps(document, indent=2) + "\n")
 
 
