@@ -58,6 +58,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MASTER = os.environ.get("TARN_LAB_MASTER", "master")
 USER = "tarn"
 SERVICE = "tarn-bench-scale"
+COOLDOWN_MS = 10_000  # between two scaling changes; also the wait after the controller starts
+CONTROLLER_START_S = 10  # submission -> the controller's first tick, at most (the AM launches it)
 DEMO = "tarn-demo"  # lab/main_job.py's service
 ZK_PATH = f"/services/{SERVICE}/instances"  # its own path: the edge's HAProxy does not follow it
 MODELS_ON_HDFS = f"/user/{USER}/bench-scale-models"
@@ -363,7 +365,8 @@ def submit(token: str, zk_hosts: str) -> None:
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}", f"--token={token}",  # may start with "-"
         "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
         "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),
-        "--min-instances", "1", "--max-instances", "2", "--cooldown", "60000", "--tick-seconds", str(TICK_S),
+        "--min-instances", "1", "--max-instances", "2", "--cooldown", str(COOLDOWN_MS),
+        "--tick-seconds", str(TICK_S),
         "--concurrency-per-instance", "2", "--gpus-per-instance", "0",
         "--memory-mb", "768", "--vcores", "1", "--controller-memory-mb", "512",
         "--zk-ensemble", zk_hosts, "--zk-path", ZK_PATH, *CLUSTER,
@@ -402,7 +405,11 @@ def main() -> None:
         submit(token, zk_hosts)
         controller = Controller(rm, token)
         first, baseline = cold_start(controller, zk, submitted_at)
-        time.sleep(args.settle)  # idle ticks first: the step is from no load
+        # A (re)started controller waits one cooldown before its first change: the step comes after
+        # it, and after a few idle ticks, so the decision measures the reaction, not the start-up.
+        # (the controller starts within CONTROLLER_START_S of the submission)
+        cooled = submitted_at + CONTROLLER_START_S + COOLDOWN_MS / 1000
+        time.sleep(max(args.settle, cooled - time.time()))
         t0, watch, load = load_step(controller, zk, first["container_id"], args.threads, args.timeout)
     finally:
         zk.stop()
