@@ -35,7 +35,6 @@ import secrets
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,7 +49,7 @@ from tarn.errors import TarnError
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 
 if TYPE_CHECKING:
-    from tests.e2e.load import Load
+    from tests.e2e.load import Discovery, Load
 
 T = TypeVar("T")
 
@@ -167,43 +166,6 @@ class Controller:
         return [e for e in reply.json().get("events", []) if e.get("direction") == "up"]
 
 
-class Discovery:
-    """What a client does: re-read /instances?format=text every 0.2 s; remembers when each address
-    was first listed (wall clock)."""
-
-    def __init__(self, controller: Controller) -> None:
-        self._controller = controller
-        self._targets: list[str] = []
-        self.first_listed: dict[str, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-
-    def __enter__(self) -> Discovery:
-        self._thread.start()
-        wait_for(lambda: self._targets, 30, "a first discovery answer")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def targets(self) -> list[str]:
-        return list(self._targets)
-
-    def _poll(self) -> None:
-        while not self._stop.is_set():
-            try:
-                reply = self._controller.get("/instances?format=text")
-                if reply.status_code == 200:
-                    now = time.time()
-                    self._targets = reply.text.split()
-                    for target in self._targets:
-                        self.first_listed.setdefault(target, now)
-            except (requests.RequestException, TarnError):
-                pass  # keep the last good list, as a client would
-            self._stop.wait(0.2)
-
-
 def addressed(row: dict[str, Any]) -> bool:
     return str(row.get("ip") or "").count(".") == 3
 
@@ -317,21 +279,23 @@ def figures(events: dict[str, float | None], baseline: dict[str, float]) -> list
     ]  # fmt: skip
 
 
-def load_class() -> type[Load]:
-    sys.path.insert(0, str(ROOT))  # the e2e tests' load generator, as a script run does not see it
-    from tests.e2e.load import Load
+def e2e_load() -> tuple[type[Load], type[Discovery]]:
+    """The e2e tests' load generator and client discovery, as a script run does not see them."""
+    sys.path.insert(0, str(ROOT))
+    from tests.e2e.load import Discovery, Load
 
-    return Load
+    return Load, Discovery
 
 
 def load_step(
     controller: Controller, zk: KazooClient, first_id: str, threads: int, timeout: float
 ) -> tuple[float, Watch, dict[str, Any]]:
     """Start the load; watch until the new instance answers (or the timeout). t0, the watch, the load."""
-    with Discovery(controller) as discovery:
+    load_type, discovery_type = e2e_load()
+    with discovery_type(lambda: controller.get("/instances?format=text")) as discovery:
         t0 = time.time()
         watch = Watch(controller, zk, first_id, t0)
-        with load_class()(discovery.targets, threads=threads) as load:
+        with load_type(discovery.targets, threads=threads) as load:
             deadline = time.monotonic() + timeout
             while "serving" not in watch.stamps and time.monotonic() < deadline:
                 watch.look(discovery, dict(load.tally.by_target))

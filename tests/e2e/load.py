@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import requests
 import tritonclient.http as triton_http
+
+from tarn.errors import TarnError
 
 INPUT = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
 EXPECTED = INPUT + 1
@@ -123,3 +126,45 @@ class Load:
                     self.tally.failing_until = time.monotonic()
             if self._pause_s:
                 time.sleep(self._pause_s)
+
+
+class Discovery:
+    """What a client does: re-read the controller's /instances?format=text every 0.2 s through
+    ``fetch``, keeping the last good list; remembers when each address was first listed (wall
+    clock)."""
+
+    def __init__(self, fetch: Callable[[], requests.Response]) -> None:
+        self._fetch = fetch
+        self._targets: list[str] = []
+        self.first_listed: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> Discovery:
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._targets:
+            if time.monotonic() > deadline:
+                raise TimeoutError("timed out after 30s waiting for a first discovery answer")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def targets(self) -> list[str]:
+        return list(self._targets)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            try:
+                reply = self._fetch()
+                if reply.status_code == 200:
+                    now = time.time()
+                    self._targets = reply.text.split()
+                    for target in self._targets:
+                        self.first_listed.setdefault(target, now)
+            except (requests.RequestException, TarnError):
+                pass  # keep the last good list, as a client would
+            self._stop.wait(0.2)

@@ -15,7 +15,6 @@ import re
 import secrets
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,11 +27,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
-from tarn.errors import TarnError
 from tarn.stdlib.webhdfs import WebHdfsClient
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
-from .load import Load, Tally
+from .load import Discovery, Load, Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "build" / "test-artifacts"
@@ -86,38 +84,6 @@ class Service:
 
     def owners(self) -> set[int]:
         return {int(stat.ephemeralOwner) for _data, stat in znodes(self.zk, ZK_PATH).values()}
-
-
-class Discovery:
-    """What a client does: re-read the controller's /instances?format=text every 0.2 s."""
-
-    def __init__(self, service: Service) -> None:
-        self._service = service
-        self._targets: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-
-    def __enter__(self) -> Discovery:
-        self._thread.start()
-        wait_for(lambda: self._targets, 30, "a first discovery answer", every=0.2)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def targets(self) -> list[str]:
-        return list(self._targets)
-
-    def _poll(self) -> None:
-        while not self._stop.is_set():
-            try:
-                reply = self._service.api("/instances?format=text", headers=self._service.headers)
-                if reply.status_code == 200:
-                    self._targets = reply.text.split()
-            except (requests.RequestException, TarnError):
-                pass  # keep the last good list, as a client would
-            self._stop.wait(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -249,7 +215,7 @@ def test_load_scales_up_to_max_then_idle_scales_down_to_min_without_a_failed_req
     service: Service,
 ) -> None:
     started = time.monotonic()
-    with Discovery(service) as discovery:
+    with Discovery(lambda: service.api("/instances?format=text", headers=service.headers)) as discovery:
         with Load(discovery.targets, threads=6) as heavy:
             wait_for(lambda: service.instances()["target"] == 3, 180, "the target to reach --max-instances 3")
             rose_after = time.monotonic() - started
