@@ -53,7 +53,7 @@ BENCHES: tuple[Bench, ...] = (
         "entry_overhead",
         "Entry overhead: direct, HAProxy, Knox (wrk)",
         "bench/entry_overhead.py",
-        quick=("--seconds", "3", "--warmup", "3"),
+        quick=("--seconds", "3", "--warmup", "3", "--rounds", "1"),
         lab=True,
         demo=True,
         programs=("wrk", "podman"),

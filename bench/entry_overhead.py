@@ -7,7 +7,7 @@ concurrency 1. Also prints the CPU each piece used during each run, to show what
 Needs the lab with the main job's service (make lab): tarn-demo, 2 instances, HAProxy and Knox on
 the edge published at 127.0.0.1:18000 and 127.0.0.1:18443; and wrk (apt-get install wrk).
 
-    python bench/entry_overhead.py [--seconds 10] [--connections 1,8] [--json results.json]
+    python bench/entry_overhead.py [--seconds 10] [--rounds 3] [--connections 1,8] [--json results.json]
 """
 
 from __future__ import annotations
@@ -238,6 +238,32 @@ def measured(entry: Entry, connections: int, seconds: float, script: Path, pids:
     return Run(entry.name, connections, result, cpu)
 
 
+WARM_STEP_S = 5.0
+WARM_MIN_S = 30.0
+WARM_STEADY = 0.05  # after WARM_MIN_S, a step within 5 % of the one before it: warm
+
+
+def warm_up(entry: Entry, connections: int, limit_s: float, script: Path) -> list[float]:
+    """Unmeasured wrk runs of WARM_STEP_S, at least WARM_MIN_S and then until the rate stops rising
+    (Knox's JIT on two busy cores takes 30-50 s to reach its steady speed), at most ``limit_s`` in
+    all; the rates seen."""
+    rates: list[float] = []
+    spent = 0.0
+    while spent < limit_s:
+        step = min(WARM_STEP_S, limit_s - spent)
+        rates.append(wrk(entry, connections, step, script).requests_per_s)
+        spent += step
+        if len(rates) >= 2 and spent >= WARM_MIN_S and rates[-1] <= rates[-2] * (1 + WARM_STEADY):
+            break
+    return rates
+
+
+def median_run(runs: list[Run]) -> Run:
+    """The run with the median requests/s (the upper one of an even count)."""
+    ordered = sorted(runs, key=lambda r: r.wrk.requests_per_s)
+    return ordered[len(ordered) // 2]
+
+
 def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0f}%"
 
@@ -337,9 +363,11 @@ def main() -> None:
     parser.add_argument(
         "--warmup",
         type=float,
-        default=10,
-        help="an unmeasured run per entry first (Knox's JIT: 3 s left it at half speed)",
+        default=60,
+        help="seconds at most of unmeasured runs per entry first, until its rate stops rising (default 60;"
+        " Knox's JIT: 3 s left it at half speed)",
     )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; the median is reported (default 3)")
     parser.add_argument("--connections", default="1,8", help="concurrencies, comma-separated (default 1,8)")
     parser.add_argument("--zk", default=f"{MASTER}:2181", help="ZooKeeper, to find an instance")
     parser.add_argument("--direct", help="an instance's base URL (default: the first in ZooKeeper)")
@@ -365,16 +393,30 @@ def main() -> None:
         print(f"the edge's processes are not visible here ({error}): no CPU figures for them")
         pids = {}
     cores = os.cpu_count() or 1
-    print(f"wrk, {args.seconds:g} s per run, connections {concurrencies}; this machine: {cores} cores\n")
+    print(
+        f"wrk, {args.seconds:g} s per run, connections {concurrencies}, the median of {args.rounds} rounds"
+        f" (the entries in turn); this machine: {cores} cores\n"
+    )
 
-    runs: list[Run] = []
+    every: list[Run] = []
     with tempfile.TemporaryDirectory() as scratch:
+        scripts = {}
         for entry in entries:
-            script = Path(scratch) / f"{entry.name}.lua"
-            script.write_text(lua_script(entry))
+            scripts[entry.name] = Path(scratch) / f"{entry.name}.lua"
+            scripts[entry.name].write_text(lua_script(entry))
             if args.warmup > 0:
-                wrk(entry, max(concurrencies), args.warmup, script)
-            runs += [measured(entry, c, args.seconds, script, pids) for c in concurrencies]
+                rates = warm_up(entry, max(concurrencies), args.warmup, scripts[entry.name])
+                print(f"warm-up {entry.name}: " + ", ".join(f"{r:.0f}" for r in rates) + " req/s")
+        # The entries take turns within each round: a drift of the shared machine's load hits all
+        # of them alike rather than whichever ran last.
+        for _round in range(args.rounds):
+            for c in concurrencies:
+                every += [measured(entry, c, args.seconds, scripts[entry.name], pids) for entry in entries]
+    runs = [
+        median_run([r for r in every if r.entry == entry.name and r.connections == c])
+        for entry in entries
+        for c in concurrencies
+    ]
 
     print_table(runs, cores)
     print_goals(runs)
@@ -383,15 +425,21 @@ def main() -> None:
         # "runs" is what --json wrote before (one object per entry and concurrency)
         document = {
             "bench": "entry_overhead",
-            "parameters": {"seconds": args.seconds, "warmup": args.warmup, "connections": concurrencies},
+            "parameters": {
+                "seconds": args.seconds,
+                "warmup": args.warmup,
+                "connections": concurrencies,
+                "rounds": args.rounds,
+            },
             "entries": {e.name: e.url for e in entries},
             "cores": cores,
-            "runs": [asdict(r) | {"errors": r.wrk.errors} for r in runs],
+            "runs": [asdict(r) | {"errors": r.wrk.errors} for r in runs],  # the medians
+            "every_run": [asdict(r) | {"errors": r.wrk.errors} for r in every],
             "knox_rss": knox_rss_mib(pids),
             "figures": figures(runs),
         }
         args.json.write_text(json.dumps(document, indent=2) + "\n")
-    if any(r.wrk.errors for r in runs):
+    if any(r.wrk.errors for r in every):
         sys.exit(1)
 
 

@@ -203,6 +203,22 @@ def test_knox_answers_as_authorize_does_and_every_model_infers_as_alice(service:
     print(client.stdout.strip())
 
 
+def test_a_session_knox_opened_for_a_cookieless_request_ends_with_it(service: Service) -> None:
+    """Knox opens an HTTP session on every request; kept, a client that sends no cookie back (as
+    inference clients) leaves one per request in the gateway's heap for 30 minutes, and the cookie
+    alone would authenticate meanwhile. TarnAuthz ends it with the request: the cookie of one
+    answer authenticates nothing."""
+    answer = knox("/v2/models/add_one")
+    assert answer.status_code == 200, answer.text
+    cookie = answer.cookies.get("KNOXSESSIONID")
+    assert cookie, f"Knox sent no session cookie (its headers: {dict(answer.headers)})"
+    again = requests.get(
+        f"https://{KNOX}/v2/models/add_one", cookies={"KNOXSESSIONID": cookie}, verify=str(CERT), timeout=30
+    )
+    assert again.status_code == 401, (again.status_code, again.text[:200])
+    print(f"\n[knox] the session cookie of an answer, alone: HTTP {again.status_code}")
+
+
 def knox_load(threads: int = 4) -> Load:
     """add_one as alice through Knox, over HTTPS with the gateway's certificate."""
     return Load(

@@ -17,6 +17,7 @@ import javax.servlet.ServletResponse;
 import javax.servlet.http.HttpServletRequest;
 import javax.servlet.http.HttpServletRequestWrapper;
 import javax.servlet.http.HttpServletResponse;
+import javax.servlet.http.HttpSession;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -47,7 +48,16 @@ import java.util.function.Supplier;
  *   <li>{@code tarn.timeout.ms}: time limit for one controller (default 3000)</li>
  *   <li>{@code tarn.roles}: the service roles it decides for (default TRITON); requests of any
  *       other service of the topology are refused (403)</li>
+ *   <li>{@code tarn.session.drop}: end, when the request ends, the HTTP session Knox opened for it
+ *       if the client sent no session cookie (default true; false keeps Knox's behaviour)</li>
  * </ul>
+ *
+ * <p>Why the session drop: Knox's Shiro identity adapter opens an HTTP session on every request
+ * (it keeps the user's groups there). Inference clients (tritonclient, curl, wrk) keep no cookie,
+ * so each request left one session behind for the topology's sessionTimeout (30 min by default):
+ * in the lab, 260,000 requests in 2 minutes filled a 256 MiB heap and the gateway fell from 2,300
+ * to 48 req/s in garbage collection. Authentication does not need them: basic auth is checked on
+ * every request (against Shiro's authentication cache).
  */
 public class TarnAuthorizationFilter implements Filter {
   public static final String URL_PARAM = "tarn.authorize.url";
@@ -56,6 +66,7 @@ public class TarnAuthorizationFilter implements Filter {
   public static final String TTL_PARAM = "tarn.cache.ttl.ms";
   public static final String TIMEOUT_PARAM = "tarn.timeout.ms";
   public static final String ROLES_PARAM = "tarn.roles";
+  public static final String SESSION_DROP_PARAM = "tarn.session.drop";
   public static final String RESOURCE_ROLE_PARAM = "resource.role";
   public static final String TOPOLOGY_PARAM = "topology.name";
   public static final String DEFAULT_ALIAS = "tarn.api.token";
@@ -65,11 +76,13 @@ public class TarnAuthorizationFilter implements Filter {
   private TarnAuthorizer authorizer;
   private String resourceRole;
   private boolean decides;
+  private boolean dropNewSessions = true;
   private String misconfigured;
 
   @Override
   public void init(FilterConfig config) throws ServletException {
     resourceRole = config.getInitParameter(RESOURCE_ROLE_PARAM);
+    dropNewSessions = Boolean.parseBoolean(param(config, SESSION_DROP_PARAM, "true"));
     Set<String> roles = new HashSet<>();
     for (String r : param(config, ROLES_PARAM, "TRITON").split(",")) {
       if (!r.isBlank()) {
@@ -173,6 +186,31 @@ public class TarnAuthorizationFilter implements Filter {
 
   @Override
   public void doFilter(ServletRequest request, ServletResponse response, FilterChain chain)
+      throws IOException, ServletException {
+    try {
+      authorize(request, response, chain);
+    } finally {
+      if (dropNewSessions) {
+        dropNewSession((HttpServletRequest) request);
+      }
+    }
+  }
+
+  /** Ends the request's session if it began with this request (the client sent no cookie for it). */
+  static void dropNewSession(HttpServletRequest request) {
+    HttpSession session = request.getSession(false);
+    if (session != null) {
+      try {
+        if (session.isNew()) {
+          session.invalidate();
+        }
+      } catch (IllegalStateException alreadyInvalidated) {
+        // nothing left to drop
+      }
+    }
+  }
+
+  private void authorize(ServletRequest request, ServletResponse response, FilterChain chain)
       throws IOException, ServletException {
     HttpServletRequest req = (HttpServletRequest) request;
     HttpServletResponse res = (HttpServletResponse) response;

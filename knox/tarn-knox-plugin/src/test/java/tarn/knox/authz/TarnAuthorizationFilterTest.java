@@ -14,6 +14,7 @@ import javax.servlet.ServletContext;
 import javax.servlet.http.HttpServletRequest;
 import javax.servlet.http.HttpServletRequestWrapper;
 import javax.servlet.http.HttpServletResponse;
+import javax.servlet.http.HttpSession;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.Proxy;
@@ -114,6 +115,10 @@ class TarnAuthorizationFilterTest {
   }
 
   private static HttpServletRequest request(String uri) {
+    return request(uri, null);
+  }
+
+  private static HttpServletRequest request(String uri, HttpSession session) {
     HttpServletRequest inner = (HttpServletRequest) Proxy.newProxyInstance(
         TarnAuthorizationFilterTest.class.getClassLoader(), new Class<?>[] {HttpServletRequest.class},
         (p, m, a) -> {
@@ -121,6 +126,7 @@ class TarnAuthorizationFilterTest {
             case "getRequestURI": return uri;
             case "getContextPath": return "/gateway/tarn";
             case "getMethod": return "POST";
+            case "getSession": return session;
             default: return null;
           }
         });
@@ -245,5 +251,41 @@ class TarnAuthorizationFilterTest {
     assertEquals(0, run(noToken, "alice", "/gateway/tarn/triton/v2/health/ready"));
     assertEquals(403, run(filter("resource.role", "WEBHDFS"), "alice", "/gateway/tarn/webhdfs/v1/"));
     assertTrue(asked.isEmpty());
+  }
+
+  /** A session that records whether it was invalidated; {@code isNew}: the client sent no cookie for it. */
+  private static HttpSession session(boolean isNew, boolean[] invalidated) {
+    return (HttpSession) Proxy.newProxyInstance(TarnAuthorizationFilterTest.class.getClassLoader(),
+        new Class<?>[] {HttpSession.class}, (p, m, a) -> {
+          switch (m.getName()) {
+            case "isNew": return isNew;
+            case "invalidate": invalidated[0] = true; return null;
+            default: return null;
+          }
+        });
+  }
+
+  /** Whether the filter ended the request's session, for a request as alice to {@code uri}. */
+  private static boolean dropped(TarnAuthorizationFilter f, boolean isNew, String uri) throws Exception {
+    boolean[] invalidated = {false};
+    HttpServletResponse res = (HttpServletResponse) Proxy.newProxyInstance(
+        TarnAuthorizationFilterTest.class.getClassLoader(), new Class<?>[] {HttpServletResponse.class}, (p, m, a) -> null);
+    Subject s = new Subject();
+    s.getPrincipals().add(new PrimaryPrincipal("alice"));
+    Subject.doAs(s, (PrivilegedExceptionAction<Void>) () -> {
+      f.doFilter(request(uri, session(isNew, invalidated)), res, (rq, rs) -> { });
+      return null;
+    });
+    return invalidated[0];
+  }
+
+  @Test
+  void theSessionKnoxOpenedForACookielessRequestEndsWithIt() throws Exception {
+    TarnAuthorizationFilter f = filter();
+    assertTrue(dropped(f, true, "/gateway/tarn/triton/v2/models/add_one/infer")); // allowed
+    assertTrue(dropped(f, true, "/gateway/tarn/triton/v2/models/secret/infer")); // denied
+    assertTrue(dropped(f, true, "/gateway/tarn/triton/v2/health/ready")); // server level
+    assertFalse(dropped(f, false, "/gateway/tarn/triton/v2/models/add_one/infer")); // the client's own session
+    assertFalse(dropped(filter("tarn.session.drop", "false"), true, "/gateway/tarn/triton/v2/models/add_one/infer"));
   }
 }
