@@ -50,6 +50,7 @@ class Outcome:
     back_s: float
     errors: tuple[str, ...]
     longest_s: float  # the slowest request that succeeded: a wait, where the activator held it
+    haproxy_log: tuple[str, ...] = ()  # HAProxy's lines for failed or cut requests meanwhile
 
 
 def node(container: str, *command: str, check: bool = True) -> str:
@@ -122,6 +123,7 @@ def under_load(
 ) -> Outcome:
     """Inject the fault under load; wait until the service is whole again; count what failed.
     ``inject`` returns when the fault has ended (the daemon restarted, the process killed)."""
+    began = time.time()
     with Load(lambda: [FRONTEND], threads=4) as load:
         time.sleep(2)
         inject()
@@ -132,8 +134,9 @@ def under_load(
         time.sleep(2)
     tally = load.tally
     kinds = sorted({error.split(": ", 1)[-1][:90] for error in tally.errors})
+    logged = haproxy_errors_since(began) if tally.failed else ()
     outcome = Outcome(
-        fault, tally.ok, tally.failed, back, tuple(kinds[:5]), max(tally.latencies, default=0.0)
+        fault, tally.ok, tally.failed, back, tuple(kinds[:5]), max(tally.latencies, default=0.0), logged
     )
     counts = f"{tally.ok} ok, {tally.failed} failed" + (
         f" over {tally.failing_s:.2f} s" if tally.failed else ""
@@ -143,7 +146,19 @@ def under_load(
         f"{outcome.longest_s:.1f} s",
         kinds,
     )
+    for line in logged[:20]:
+        print(f"[chaos] haproxy: {line}")
     return outcome
+
+
+def haproxy_errors_since(wall: float) -> tuple[str, ...]:
+    """The edge HAProxy's journal since ``wall``: the lab logs only failed or cut requests, each
+    with its termination state (haproxy_log_errors_only), and HAProxy's own notices."""
+    journal = node(
+        "tarn-lab-edge", "journalctl", "-u", "haproxy", "--no-pager", "-o", "cat", f"--since=@{wall:.0f}",
+        check=False,
+    )  # fmt: skip
+    return tuple(line for line in journal.splitlines() if line.strip())
 
 
 def kill(pattern: str) -> None:
@@ -237,7 +252,7 @@ def test_no_failed_request(
         fresh(chaos)
     outcome = under_load(chaos, fault, inject)
     assert outcome.ok > 50
-    assert outcome.failed == 0, outcome.errors
+    assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
     assert outcome.back_s <= bound, f"{fault}: whole {outcome.back_s:.1f} s after the fault; {why}"
 
 
@@ -264,5 +279,5 @@ def test_one_instance_fails_no_request(
     fresh(chaos, count=1)
     outcome = under_load(chaos, fault, inject, count=1)
     assert outcome.ok > 50
-    assert outcome.failed == 0, outcome.errors
+    assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
     assert outcome.back_s <= bound
