@@ -8,7 +8,10 @@ import javax.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.InputStream;
 
-/** Knox's ConfigurableDispatch, sending request bodies with the client's Content-Length (see RequestBodies) and answers as Triton sent them (ResponseBodies). */
+/**
+ * Knox's ConfigurableDispatch, sending request bodies with the client's Content-Length (see
+ * RequestBodies) and answers as Triton sent them (ResponseBodies).
+ */
 public class TritonDispatch extends ConfigurableDispatch {
   @Override
   protected HttpEntity createRequestEntity(HttpServletRequest request) throws IOException {

@@ -11,8 +11,9 @@ import java.io.InputStream;
 /**
  * Knox's ConfigurableHADispatch (failover on connection errors, round robin with
  * enableLoadBalancing=true), sending request bodies with the client's Content-Length (see
- * RequestBodies), answers as Triton sent them (ResponseBodies). A body is streamed once: a request whose body was already sent when its
- * instance failed is not replayed in full (as with Knox's own dispatch).
+ * RequestBodies), answers as Triton sent them (ResponseBodies). A body is streamed once: a request
+ * whose body was already sent when its instance failed is not replayed in full (as with Knox's own
+ * dispatch).
  */
 public class TritonHaDispatch extends ConfigurableHADispatch {
   @Override
