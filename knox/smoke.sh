@@ -126,6 +126,14 @@ cat > conf/topologies/tarn.xml <<XML
 </topology>
 XML
 
+# The same without HA: TRITON at the topology's <url> (t2), as an operator may write it by hand.
+"$py" - conf/topologies/tarn.xml "$t2_port" > conf/topologies/tarn-direct.xml <<'PY'
+import re, sys
+xml = re.sub(r"\s*<provider>\s*<role>ha</role>.*?</provider>", "", open(sys.argv[1]).read(), flags=re.S)
+print(xml.replace("<role>TRITON</role>", f"<role>TRITON</role><url>http://127.0.0.1:{sys.argv[2]}</url>"), end="")
+PY
+grep -q '<role>ha</role>' conf/topologies/tarn-direct.xml && fail "tarn-direct still has the HA provider"
+
 step "TARN registers t1 in ZooKeeper (its own registry code)"
 for _ in $(seq 50); do (echo ruok | timeout 1 bash -c "cat > /dev/tcp/127.0.0.1/$zk_port") 2>/dev/null && break; sleep 0.2; done
 PYTHONPATH=$repo/src "$py" "$here/smoke_helpers.py" register "127.0.0.1:$zk_port" /services/triton/instances \
@@ -186,6 +194,14 @@ grep -q 'user.name=alice\|doAs=alice' "$work/backends.log" && echo "   identity 
 grep -q '"token_ok": false' "$work/authorize.log" && fail "Knox sent a wrong token to /authorize"
 echo "   /authorize asked $(wc -l < "$work/authorize.log") time(s), always with the token"
 grep -q "$token" "$home/logs/"*.log "$work/gateway.out" && fail "the token appears in Knox's logs"
+
+step "a topology without HA (tarn-direct): the dispatch goes to its <url>"
+check "alice POST add_one/infer through tarn-direct" 200 -u alice:alice-password -D "$work/headers" \
+  -H 'Content-Type: application/json' -d "$infer" "https://127.0.0.1:$gw_port/gateway/tarn-direct/triton/v2/models/add_one/infer?x=1"
+grep -qi '^X-Fake-Triton: t2' "$work/headers" || fail "tarn-direct did not go to its <url> (t2)"
+tail -1 "$work/backends.log" | grep -q '"path": "/v2/models/add_one/infer?x=1&user.name=alice"' \
+  || { tail -1 "$work/backends.log"; fail "tarn-direct: path or query changed on the way"; }
+echo "   t2 got /v2/models/add_one/infer?x=1&user.name=alice"
 
 step "a second instance registered in ZooKeeper serves within 1 s (load balancing)"
 PYTHONPATH=$repo/src "$py" "$here/smoke_helpers.py" register "127.0.0.1:$zk_port" /services/triton/instances \

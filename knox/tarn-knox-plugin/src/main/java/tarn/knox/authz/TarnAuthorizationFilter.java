@@ -6,6 +6,7 @@ import org.apache.knox.gateway.services.ServiceType;
 import org.apache.knox.gateway.services.security.AliasService;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import tarn.knox.Servlets;
 
 import javax.security.auth.Subject;
 import javax.servlet.Filter;
@@ -15,7 +16,6 @@ import javax.servlet.ServletException;
 import javax.servlet.ServletRequest;
 import javax.servlet.ServletResponse;
 import javax.servlet.http.HttpServletRequest;
-import javax.servlet.http.HttpServletRequestWrapper;
 import javax.servlet.http.HttpServletResponse;
 import javax.servlet.http.HttpSession;
 import java.io.IOException;
@@ -258,11 +258,7 @@ public class TarnAuthorizationFilter implements Filter {
    * getRequestURI with the rewritten target URL; the innermost request holds the client's.
    */
   static String inboundPath(HttpServletRequest req) {
-    HttpServletRequest inner = req;
-    while (inner instanceof HttpServletRequestWrapper
-        && ((HttpServletRequestWrapper) inner).getRequest() instanceof HttpServletRequest) {
-      inner = (HttpServletRequest) ((HttpServletRequestWrapper) inner).getRequest();
-    }
+    HttpServletRequest inner = Servlets.innermost(req);
     String uri = inner.getRequestURI();
     String ctx = inner.getContextPath();
     if (uri != null && ctx != null && !ctx.isEmpty() && uri.startsWith(ctx)) {

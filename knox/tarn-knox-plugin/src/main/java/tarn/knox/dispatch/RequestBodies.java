@@ -5,22 +5,21 @@ import org.apache.http.entity.AbstractHttpEntity;
 import org.apache.http.entity.ByteArrayEntity;
 import org.apache.http.entity.ContentType;
 import org.apache.http.entity.InputStreamEntity;
+import tarn.knox.Servlets;
 
 import javax.servlet.http.HttpServletRequest;
-import javax.servlet.http.HttpServletRequestWrapper;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.util.Locale;
 
 /**
- * The request body for Triton: the client's bytes with the client's Content-Length. Knox's URL
- * rewrite wrapper reports every body's length as unknown, so Knox's dispatch sends bodies chunked,
- * and it passes JSON bodies through its JSON filter even without rules, which re-serializes them
- * (a body sent with spaces arrives shorter). The TRITON service rewrites no body, so the body is
- * read from the innermost request, as the client sent it: Triton gets the client's JSON and the
- * binary tensor extension (Inference-Header-Content-Length + Content-Length) the framing clients
- * send. Form bodies, which the identity assertion may rewrite, keep Knox's behaviour.
+ * The request body for Triton: the client's bytes with the client's Content-Length, read from the
+ * innermost request, as the client sent it, so that no provider's wrapper changes it (Knox's URL
+ * rewrite wrapper, which TRITON's routes no longer use, reported every length as unknown, so bodies
+ * went chunked, and re-serialized JSON bodies). Triton gets the client's JSON and the binary tensor
+ * extension (Inference-Header-Content-Length + Content-Length) the framing clients send. Form
+ * bodies, which the identity assertion may rewrite, keep Knox's behaviour.
  *
  * <p>Failover: Knox's HA dispatch sends the same entity again to the next instance. A body up to
  * {@link #REPLAY_LIMIT} bytes (system property {@code tarn.knox.replay.limit}, default 8 MiB) is
@@ -37,7 +36,7 @@ final class RequestBodies {
     long length = clientLength(request);
     String type = request.getContentType();
     ContentType contentType = type == null ? null : ContentType.parse(type);
-    InputStream in = (isForm(request) ? request : innermost(request)).getInputStream();
+    InputStream in = (isForm(request) ? request : Servlets.innermost(request)).getInputStream();
     if (length >= 0 && length <= REPLAY_LIMIT) {
       byte[] body = in.readNBytes((int) length);
       if (body.length != length) {
@@ -95,22 +94,12 @@ final class RequestBodies {
     if (isForm(request)) {
       return -1;
     }
-    long length = innermost(request).getContentLengthLong();
+    long length = Servlets.innermost(request).getContentLengthLong();
     return length >= 0 ? length : -1;
   }
 
   private static boolean isForm(HttpServletRequest request) {
     String type = request.getContentType();
     return type != null && type.toLowerCase(Locale.ROOT).startsWith("application/x-www-form-urlencoded");
-  }
-
-  /** The request as the servlet container received it, below Knox's wrappers. */
-  private static HttpServletRequest innermost(HttpServletRequest request) {
-    HttpServletRequest inner = request;
-    while (inner instanceof HttpServletRequestWrapper
-        && ((HttpServletRequestWrapper) inner).getRequest() instanceof HttpServletRequest) {
-      inner = (HttpServletRequest) ((HttpServletRequestWrapper) inner).getRequest();
-    }
-    return inner;
   }
 }

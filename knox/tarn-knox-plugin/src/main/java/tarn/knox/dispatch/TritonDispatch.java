@@ -4,23 +4,21 @@ import org.apache.http.HttpEntity;
 import org.apache.knox.gateway.dispatch.ConfigurableDispatch;
 
 import javax.servlet.http.HttpServletRequest;
-import javax.servlet.http.HttpServletResponse;
 import java.io.IOException;
-import java.io.InputStream;
+import java.net.URI;
 
 /**
- * Knox's ConfigurableDispatch, sending request bodies with the client's Content-Length (see
- * RequestBodies) and answers as Triton sent them (ResponseBodies).
+ * Knox's ConfigurableDispatch for a topology without HA for TRITON: to the topology's first
+ * TRITON URL (BackendUrls), request bodies with the client's Content-Length (RequestBodies).
  */
 public class TritonDispatch extends ConfigurableDispatch {
   @Override
-  protected HttpEntity createRequestEntity(HttpServletRequest request) throws IOException {
-    return RequestBodies.entity(request);
+  public URI getDispatchUrl(HttpServletRequest request) {
+    return BackendUrls.of(BackendUrls.registered(request.getServletContext(), getServiceRole()), request);
   }
 
   @Override
-  protected void writeResponse(HttpServletRequest request, HttpServletResponse response, InputStream stream)
-      throws IOException {
-    ResponseBodies.write(response, stream);
+  protected HttpEntity createRequestEntity(HttpServletRequest request) throws IOException {
+    return RequestBodies.entity(request);
   }
 }
