@@ -219,6 +219,28 @@ def test_a_session_knox_opened_for_a_cookieless_request_ends_with_it(service: Se
     print(f"\n[knox] the session cookie of an answer, alone: HTTP {again.status_code}")
 
 
+def test_the_audit_log_names_each_requests_user_and_instance(service: Service) -> None:
+    """Knox's audit log (the gateway's log4j2 layout) carries, per request, the user, the service
+    and the instance the dispatch went to, and never the client's password."""
+    marker = secrets.token_hex(6)  # a query parameter that finds this request's lines
+    answer = knox(f"/v2/models/add_one?tarn_audit={marker}")
+    assert answer.status_code == 200, answer.text
+    lines: list[str] = []
+
+    def logged() -> bool:
+        tail = node("tail", "-n", "2000", "/opt/knox/logs/gateway-audit.log").stdout.splitlines()
+        lines[:] = [line for line in tail if marker in line]
+        return any("|dispatch|" in line and "|success|" in line for line in lines)
+
+    wait_for(logged, 30, "the request's dispatch line in Knox's audit log")
+    dispatch = next(line for line in lines if "|dispatch|" in line and "|success|" in line)
+    fields = dispatch.split("|")
+    assert "TRITON" in fields and "alice" in fields, dispatch
+    assert any(f.startswith("http://") and f"/v2/models/add_one?tarn_audit={marker}" in f for f in fields), dispatch
+    assert not any(PASSWORDS["alice"] in line for line in lines), "a password reached Knox's audit log"
+    print(f"\n[knox] audit: {len(lines)} lines for one request; the dispatch: {dispatch}")
+
+
 def knox_load(threads: int = 4) -> Load:
     """add_one as alice through Knox, over HTTPS with the gateway's certificate."""
     return Load(
