@@ -66,6 +66,23 @@ def sequential_read(client: WebHdfsClient, path: str) -> tuple[int, int, float]:
     return len(files), total, time.monotonic() - started
 
 
+def scratch_dir(args: argparse.Namespace) -> tempfile.TemporaryDirectory[str]:
+    """A fresh directory for one staging's cache and target, under --scratch (default: the
+    system's temporary directory). Give the node cache's disk to measure what a node would: each
+    staged file costs a few file creations there (object, meta, claim lock, directories)."""
+    return tempfile.TemporaryDirectory(prefix="tarn-bench-", dir=args.scratch)
+
+
+def filesystem(path: Path) -> str:
+    """The type of the file system `path` is on (the longest mount point over it, /proc/mounts)."""
+    where, kind = "", "?"
+    for line in Path("/proc/mounts").read_text().splitlines():
+        _device, mount, fstype = line.split()[:3]
+        if str(path.resolve()).startswith(mount.rstrip("/") + "/") and len(mount) > len(where):
+            where, kind = mount, fstype
+    return kind
+
+
 def cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -94,7 +111,7 @@ def one_round(args: argparse.Namespace, client: WebHdfsClient, source: str, path
     ticks = machine_ticks()
     _files, _total, sequential_s = sequential_read(client, path)
     sequential_busy = busy_cores(ticks, machine_ticks())
-    with tempfile.TemporaryDirectory(prefix="tarn-bench-") as scratch:
+    with scratch_dir(args) as scratch:
         cpu, ticks = cpu_seconds(), machine_ticks()
         cold = stage(args, client, source, Path(scratch), "cold")
         cold_cpu, cold_busy = cpu_seconds() - cpu, busy_cores(ticks, machine_ticks())
@@ -105,6 +122,8 @@ def one_round(args: argparse.Namespace, client: WebHdfsClient, source: str, path
 def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: str) -> dict[str, Any]:
     """Print one repository's figures; returns them, staged/plain as "ratio", and every round's times."""
     files, total, _seconds = sequential_read(client, path)  # also a warm-up of both ends
+    scratch = args.scratch or Path(tempfile.gettempdir())
+    print(f"staged under          {scratch} ({filesystem(scratch)})")
     rounds = [one_round(args, client, source, path) for _round in range(args.rounds)]
     plain = min(rounds, key=lambda r: r.sequential_s)
     sequential_s = plain.sequential_s
@@ -133,7 +152,7 @@ def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: s
     )
     recompute_s: float | None = None
     if args.recompute:
-        with tempfile.TemporaryDirectory(prefix="tarn-bench-") as scratch:
+        with scratch_dir(args) as scratch:
             slow = stage(args, client, source, Path(scratch), "recompute", verify="recompute")
         recompute_s = slow.seconds
         print(
@@ -204,7 +223,11 @@ def write_json(
     document = {
         "bench": "staging_throughput",
         "mode": mode,
-        "parameters": {"workers": args.workers, "rounds": args.rounds},
+        "parameters": {
+            "workers": args.workers,
+            "rounds": args.rounds,
+            "scratch": str(args.scratch or tempfile.gettempdir()),
+        },
         "repositories": found,
         "figures": figures,
         **(extra or {}),
@@ -284,6 +307,10 @@ def main() -> None:
     parser.add_argument("--size-mib", type=int, default=64, help="self-test: repository size")
     parser.add_argument("--latency-ms", type=float, default=0.0, help="self-test: DataNode delay per OPEN")
     parser.add_argument("--json", type=Path, help="also write the figures and every round's times here")
+    parser.add_argument(
+        "--scratch", type=Path,
+        help="where each staging's cache and target are made (default: the system's temporary directory)",
+    )  # fmt: skip
     parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_fake:

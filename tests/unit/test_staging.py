@@ -9,6 +9,7 @@ MD5-of-MD5-of-CRC (bit-by-bit CRC), so the launcher's fast CRC is checked, not e
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import hashlib
 import itertools
 import json
@@ -269,6 +270,16 @@ def sleeps() -> list[float]:
 @pytest.fixture
 def client(hdfs: FakeHdfs, sleeps: list[float]) -> WebHdfsClient:
     return WebHdfsClient(hdfs.url, SimpleAuth("tarn"), timeout=5, retries=2, backoff=0.5, sleep=sleeps.append)
+
+
+def test_a_walk_lists_each_level_at_once_and_finds_what_a_sequential_walk_finds(
+    client: WebHdfsClient,
+) -> None:
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        parallel = client.walk("/models", pool=pool)
+        assert client.walk("/nothing", missing_ok=True, pool=pool) == []
+    assert parallel == client.walk("/models")
+    assert [f.path for f in parallel] == sorted(repository())
 
 
 def stage(client: WebHdfsClient, tmp_path: Path, **kwargs: Any):

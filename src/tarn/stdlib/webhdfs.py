@@ -18,6 +18,7 @@ Not here yet:
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import http.client
 import json
@@ -225,21 +226,30 @@ class WebHdfsClient:
             for e in entries
         ]
 
-    def walk(self, path: str, missing_ok: bool = False) -> list[FileStatus]:
+    def walk(
+        self, path: str, missing_ok: bool = False, *, pool: concurrent.futures.Executor | None = None
+    ) -> list[FileStatus]:
         """Every file under `path` (or `path` itself when it is a file), in path order; with
-        ``missing_ok``, [] when `path` does not exist (else HdfsNotFoundError)."""
-        files: list[FileStatus] = []
-        pending = [path.rstrip("/") or "/"]
-        while pending:
+        ``missing_ok``, [] when `path` does not exist (else HdfsNotFoundError). With `pool`, the
+        directories of each level are listed at once (one LISTSTATUS each: a model repository
+        has two directories per model, the model's and its version's)."""
+
+        def listing(directory: str) -> list[FileStatus]:
             try:
-                entries = self.list_dir(pending.pop())
+                return self.list_dir(directory)
             except HdfsNotFoundError:
                 if missing_ok:
-                    continue
+                    return []
                 raise
-            for entry in entries:
+
+        files: list[FileStatus] = []
+        level = [path.rstrip("/") or "/"]
+        while level:
+            listings = pool.map(listing, level) if pool else map(listing, level)
+            level = []
+            for entry in (entry for entries in listings for entry in entries):
                 if entry.type == "DIRECTORY":
-                    pending.append(entry.path)
+                    level.append(entry.path)
                 elif entry.type == "FILE":
                     files.append(entry)
                 else:

@@ -397,7 +397,7 @@ def stage_repository(
     cache.sweep_partials()
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            listed = client.walk(root)
+            listed = client.walk(root, pool=pool)
             if not listed:
                 raise StagingError(f"{source}: no files to stage")
             relpaths = [safe_relpath(root, f.path) for f in listed]
