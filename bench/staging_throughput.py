@@ -67,18 +67,18 @@ def sequential_read(client: WebHdfsClient, path: str) -> tuple[int, int, float]:
 
 
 def scratch_dir(args: argparse.Namespace) -> tempfile.TemporaryDirectory[str]:
-    """A fresh directory for one staging's cache and target, under --scratch (default: the
-    system's temporary directory). Give the node cache's disk to measure what a node would: each
-    staged file costs a few file creations there (object, meta, claim lock, directories)."""
+    """A fresh directory for one staging's cache and target, under --scratch. Give the node
+    cache's disk to measure what a node would: each staged file costs a few file creations there
+    (object, meta, claim lock, directories)."""
     return tempfile.TemporaryDirectory(prefix="tarn-bench-", dir=args.scratch)
 
 
 def filesystem(path: Path) -> str:
     """The type of the file system `path` is on (the longest mount point over it, /proc/mounts)."""
-    where, kind = "", "?"
+    where, kind, inside = "", "?", str(path.resolve()) + "/"
     for line in Path("/proc/mounts").read_text().splitlines():
         _device, mount, fstype = line.split()[:3]
-        if str(path.resolve()).startswith(mount.rstrip("/") + "/") and len(mount) > len(where):
+        if inside.startswith(mount.rstrip("/") + "/") and len(mount) > len(where):
             where, kind = mount, fstype
     return kind
 
@@ -122,8 +122,7 @@ def one_round(args: argparse.Namespace, client: WebHdfsClient, source: str, path
 def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: str) -> dict[str, Any]:
     """Print one repository's figures; returns them, staged/plain as "ratio", and every round's times."""
     files, total, _seconds = sequential_read(client, path)  # also a warm-up of both ends
-    scratch = args.scratch or Path(tempfile.gettempdir())
-    print(f"staged under          {scratch} ({filesystem(scratch)})")
+    print(f"staged under          {args.scratch} ({filesystem(args.scratch)})")
     rounds = [one_round(args, client, source, path) for _round in range(args.rounds)]
     plain = min(rounds, key=lambda r: r.sequential_s)
     sequential_s = plain.sequential_s
@@ -226,7 +225,7 @@ def write_json(
         "parameters": {
             "workers": args.workers,
             "rounds": args.rounds,
-            "scratch": str(args.scratch or tempfile.gettempdir()),
+            "scratch": str(args.scratch),
         },
         "repositories": found,
         "figures": figures,
@@ -308,7 +307,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=0.0, help="self-test: DataNode delay per OPEN")
     parser.add_argument("--json", type=Path, help="also write the figures and every round's times here")
     parser.add_argument(
-        "--scratch", type=Path,
+        "--scratch", type=Path, default=Path(tempfile.gettempdir()),
         help="where each staging's cache and target are made (default: the system's temporary directory)",
     )  # fmt: skip
     parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)

@@ -254,8 +254,9 @@ public class TarnAuthorizationFilter implements Filter {
   }
 
   /**
-   * The path the client sent, without the webapp's context path. Knox's rewrite wrapper answers
-   * getRequestURI with the rewritten target URL; the innermost request holds the client's.
+   * The path the client sent, without the webapp's context path. A provider's wrapper may answer
+   * getRequestURI with another URL (Knox's rewrite wrapper, where a route applies one, answers the
+   * rewritten target); the innermost request holds the client's.
    */
   static String inboundPath(HttpServletRequest req) {
     HttpServletRequest inner = Servlets.innermost(req);
