@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import errno
+import fcntl
 import hashlib
 import itertools
 import json
@@ -39,6 +41,7 @@ from tarn.stdlib.launcher.staging import (
     MARKER,
     RemoteFile,
     StagingError,
+    direct_write,
     plan,
     progress_line,
     ranges,
@@ -584,6 +587,89 @@ def test_big_files_are_read_in_parallel_ranges(
     # and the start-up check reads them back piece by piece
     shutil.rmtree(tmp_path / "models")
     assert stage(client, tmp_path, workers=4).reused == 5
+
+
+ONNX_BYTES = 13288  # model.onnx: three aligned 4 KiB chunks and a 1000-byte tail
+
+
+@pytest.fixture
+def onnx_writes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, int, int]]:
+    """model.onnx's writes while staging, as (through O_DIRECT?, position, bytes), with 4 KiB
+    pieces and read buffers, and model.onnx (only) a big file."""
+    monkeypatch.setattr(staging, "PIECE_BYTES", 4096)
+    monkeypatch.setattr(staging, "RANGE_MIN_BYTES", 8192)
+    monkeypatch.setattr(staging, "READ_BUFFER_BYTES", 4096)
+    seen: list[tuple[bool, int, int]] = []
+    pwrite = os.pwrite
+
+    def spy(fd: int, data: Any, position: int) -> int:
+        if os.fstat(fd).st_size == ONNX_BYTES:  # its partial, sized up front
+            seen.append((bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT), position, len(data)))
+        return pwrite(fd, data, position)
+
+    monkeypatch.setattr(staging.os, "pwrite", spy)
+    return seen
+
+
+def test_a_big_files_aligned_chunks_bypass_the_page_cache(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path, onnx_writes: list[tuple[bool, int, int]]
+) -> None:
+    stage(client, tmp_path, workers=1)
+    assert onnx_writes == [(True, 0, 4096), (True, 4096, 4096), (True, 8192, 4096), (False, 12288, 1000)]
+    assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+    shutil.rmtree(tmp_path / "models")
+    assert stage(client, tmp_path).reused == 5  # and the start-up check reads them back
+
+
+def test_a_resumed_stream_writes_its_unaligned_chunks_through_the_page_cache(
+    hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Path, onnx_writes: list[tuple[bool, int, int]]
+) -> None:
+    hdfs.cut_once.add("/models/onnx/1/model.onnx")  # half the file (6644 bytes), then a drop
+    stage(client, tmp_path, workers=1)
+    assert onnx_writes == [(True, 0, 4096), (False, 4096, 2548), (False, 6644, 4096), (False, 10740, 2548)]
+    assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+
+
+@pytest.mark.parametrize("refused_at", ["open", "write"])
+def test_where_o_direct_is_refused_everything_goes_through_the_page_cache(
+    hdfs: FakeHdfs,
+    client: WebHdfsClient,
+    tmp_path: Path,
+    onnx_writes: list[tuple[bool, int, int]],
+    monkeypatch: pytest.MonkeyPatch,
+    refused_at: str,
+) -> None:
+    """As on a file system without O_DIRECT: it fails the open, or (some FUSE and network file
+    systems) takes the flag and fails the write with EINVAL."""
+    real_open, real_pwrite = os.open, staging.os.pwrite
+    refused: list[str] = []
+
+    def refusing_open(path: Any, flags: int, *args: Any) -> int:
+        if flags & os.O_DIRECT and refused_at == "open":
+            refused.append("open")
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_open(path, flags, *args)
+
+    def refusing_pwrite(fd: int, data: Any, position: int) -> int:
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT:
+            refused.append("write")
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_pwrite(fd, data, position)
+
+    monkeypatch.setattr(staging.os, "open", refusing_open)
+    monkeypatch.setattr(staging.os, "pwrite", refusing_pwrite)
+    stage(client, tmp_path, workers=1)
+    assert refused == [refused_at]  # once: the rest of the file went through the page cache
+    assert onnx_writes == [(False, 0, 4096), (False, 4096, 4096), (False, 8192, 4096), (False, 12288, 1000)]
+    assert tree(tmp_path / "models") == expected_tree(hdfs.files)
+
+
+def test_only_aligned_chunks_are_written_direct() -> None:
+    assert direct_write(0, 4096)
+    assert direct_write(8192, 1 << 20)
+    assert not direct_write(0, 1000)  # a file's tail
+    assert not direct_write(6644, 4096)  # after a stream resumed mid-block
+    assert not direct_write(4096, 0)
 
 
 def test_the_cache_stays_within_its_bound_and_keeps_files_in_use(

@@ -23,6 +23,7 @@ import functools
 import http.client
 import json
 import logging
+import mmap
 import time
 import urllib.error
 import urllib.parse
@@ -269,7 +270,7 @@ class WebHdfsClient:
         return self._stream(path, offset, length, lambda reply: reply.read(chunk_size))
 
     def read_into(
-        self, path: str, buffer: bytearray, *, offset: int = 0, length: int | None = None
+        self, path: str, buffer: bytearray | mmap.mmap, *, offset: int = 0, length: int | None = None
     ) -> Iterator[memoryview]:
         """As :meth:`read`, into `buffer` again and again (no allocation per chunk): each chunk is
         a view of `buffer`, valid until the next one is asked for."""

@@ -19,14 +19,17 @@ edited cache file is fetched again before Triton starts); 0.21-0.23 s per GiB on
 
 Files of RANGE_MIN_BYTES or more are fetched as parallel range reads (OPEN offset/length), the rest
 several files at a time; progress (bytes, files, rate, time left) is logged every few seconds.
+Those big files are written with O_DIRECT where the cache's file system takes it (see PartialFile).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import errno
 import hashlib
 import json
 import logging
+import mmap
 import os
 import posixpath
 import shutil
@@ -49,6 +52,7 @@ MARKER = ".tarn-staged"  # marks a target directory as TARN's to empty and refil
 RANGE_MIN_BYTES = 2 * PIECE_BYTES  # files this big are fetched in parallel ranges
 PROGRESS_INTERVAL_S = 5.0
 READ_BUFFER_BYTES = 1 << 20  # per range read, reused for every chunk
+DIRECT_ALIGN = 4096  # O_DIRECT wants offsets, lengths and memory on the device's block size
 Verify = Literal["hdfs", "recompute"]  # tarn.stdlib.config.MODEL_VERIFY_MODES, as a type
 
 
@@ -137,6 +141,13 @@ def ranges(length: int, workers: int) -> list[tuple[int, int]]:
     return [(start, min(part, length - start)) for start in range(0, length, part)]
 
 
+def direct_write(position: int, size: int) -> bool:
+    """Whether a chunk can go through O_DIRECT: it starts and ends on DIRECT_ALIGN (the buffer
+    itself is page-aligned). A file's unaligned tail, or a chunk cut short by a broken stream,
+    is written through the page cache."""
+    return size > 0 and position % DIRECT_ALIGN == 0 and size % DIRECT_ALIGN == 0
+
+
 def usable(meta: ObjectMeta | None, verify: Verify) -> bool:
     """A cached object can stand in for the file when it was verified at least as asked."""
     return meta is not None and (verify == "hdfs" or meta.verified == "recomputed")
@@ -220,6 +231,50 @@ class Progress:
 # ---- the steps (I/O) -----------------------------------------------------------------------------
 
 
+class PartialFile:
+    """A download in progress, written at offsets from several threads.
+
+    A big file's aligned chunks go through a second descriptor opened with O_DIRECT: the device
+    takes them from the reader's buffer, so staging does not copy gigabytes into the page cache
+    (kernel time that competes with the DataNodes for the node's cores: on the lab's VM a fresh
+    page costs about 10 us, 1.4 s of CPU for 512 MiB against 0.02 s direct) nor push Triton's or
+    other services' pages out of it. Where the file system refuses O_DIRECT (at open or at the
+    first write), everything goes through the page cache."""
+
+    def __init__(self, fd: int, path: str, direct: bool) -> None:
+        self.fd = fd
+        self._direct: int | None = None
+        if direct and hasattr(os, "O_DIRECT"):
+            try:
+                self._direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
+            except OSError as exc:
+                log.debug("O_DIRECT refused for %s (%s): writing through the page cache", path, exc)
+        self.direct = self._direct is not None
+        self._closing = [fd] if self._direct is None else [fd, self._direct]
+
+    @staticmethod
+    def buffer(direct: bool, size: int) -> bytearray | mmap.mmap:
+        """A read buffer: page-aligned anonymous memory for O_DIRECT, else a bytearray."""
+        return mmap.mmap(-1, size) if direct else bytearray(size)
+
+    def write(self, chunk: memoryview, position: int) -> None:
+        direct = self._direct
+        if direct is not None and direct_write(position, len(chunk)):
+            try:
+                os.pwrite(direct, chunk, position)
+                return
+            except OSError as exc:
+                if exc.errno != errno.EINVAL:
+                    raise
+                log.debug("O_DIRECT write refused (%s): writing through the page cache", exc)
+                self._direct = None
+        os.pwrite(self.fd, chunk, position)
+
+    def close(self) -> None:
+        for fd in self._closing:
+            os.close(fd)
+
+
 def _place(cache: NodeCache, remote: RemoteFile, target_dir: Path) -> None:
     """Hard-link the cached object into the target (copy where a link cannot be made: another
     file system, or another mount point, as in a Docker container); mark it used."""
@@ -270,13 +325,15 @@ class _Stager:
                 problems[key] = problem
         return problems
 
-    def read_part(self, remote: RemoteFile, fd: int, offset: int, length: int) -> tuple[list[int], int]:
-        """One range of the file into `fd` at its offset: (CRC-32 of each piece, bytes received)."""
+    def read_part(
+        self, remote: RemoteFile, partial: PartialFile, offset: int, length: int
+    ) -> tuple[list[int], int]:
+        """One range of the file into `partial` at its offset: (CRC-32 of each piece, bytes received)."""
         crcs: list[int] = []
         crc, in_piece, position = 0, 0, offset
-        buffer = bytearray(min(READ_BUFFER_BYTES, max(length, 1)))
+        buffer = PartialFile.buffer(partial.direct, min(READ_BUFFER_BYTES, max(length, 1)))
         for chunk in self.client.read_into(remote.status.path, buffer, offset=offset, length=length):
-            os.pwrite(fd, chunk, position)
+            partial.write(chunk, position)
             position += len(chunk)
             view = chunk
             while view:  # split the chunk at piece boundaries
@@ -301,13 +358,14 @@ class _Stager:
             problem: str | None = "not fetched"
             for attempt in (1, 2):
                 fd, partial = self.cache.new_partial(key)
+                parts = ranges(length, self.workers)
+                writer = PartialFile(fd, partial, direct=length >= RANGE_MIN_BYTES)
                 try:
                     os.ftruncate(fd, length)
-                    parts = ranges(length, self.workers)
                     if len(parts) == 1:
-                        results = [self.read_part(remote, fd, *parts[0])]
+                        results = [self.read_part(remote, writer, *parts[0])]
                     else:
-                        futures = [self.pool.submit(self.read_part, remote, fd, *part) for part in parts]
+                        futures = [self.pool.submit(self.read_part, remote, writer, *part) for part in parts]
                         wait_all(futures)
                         results = [f.result() for f in futures]
                     # No fsync: a copy torn by a crash fails the next start's CRC check and is
@@ -324,7 +382,7 @@ class _Stager:
                             self.progress.file_done()
                         return
                 finally:
-                    os.close(fd)
+                    writer.close()
                     Path(partial).unlink(missing_ok=True)
                 log.warning("%s: %s (attempt %d of 2)", remote.relpath, problem, attempt)
             raise StagingError(f"{remote.status.path}: {problem}")
