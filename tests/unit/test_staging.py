@@ -607,7 +607,7 @@ def onnx_writes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, int, int]]:
             seen.append((bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT), position, len(data)))
         return pwrite(fd, data, position)
 
-    monkeypatch.setattr(staging.os, "pwrite", spy)
+    monkeypatch.setattr(os, "pwrite", spy)
     return seen
 
 
@@ -641,7 +641,7 @@ def test_where_o_direct_is_refused_everything_goes_through_the_page_cache(
 ) -> None:
     """As on a file system without O_DIRECT: it fails the open, or (some FUSE and network file
     systems) takes the flag and fails the write with EINVAL."""
-    real_open, real_pwrite = os.open, staging.os.pwrite
+    real_open, real_pwrite = os.open, os.pwrite
     refused: list[str] = []
 
     def refusing_open(path: Any, flags: int, *args: Any) -> int:
@@ -656,8 +656,8 @@ def test_where_o_direct_is_refused_everything_goes_through_the_page_cache(
             raise OSError(errno.EINVAL, "Invalid argument")
         return real_pwrite(fd, data, position)
 
-    monkeypatch.setattr(staging.os, "open", refusing_open)
-    monkeypatch.setattr(staging.os, "pwrite", refusing_pwrite)
+    monkeypatch.setattr(os, "open", refusing_open)
+    monkeypatch.setattr(os, "pwrite", refusing_pwrite)
     stage(client, tmp_path, workers=1)
     assert refused == [refused_at]  # once: the rest of the file went through the page cache
     assert onnx_writes == [(False, 0, 4096), (False, 4096, 4096), (False, 8192, 4096), (False, 12288, 1000)]
