@@ -244,36 +244,34 @@ class PartialFile:
 
     def __init__(self, fd: int, path: str, direct: bool) -> None:
         self.fd = fd
-        self._direct: int | None = None
+        self.direct_fd: int | None = None  # kept open to the end, even once refused
         if direct and hasattr(os, "O_DIRECT"):
             try:
-                self._direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
+                self.direct_fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
             except OSError as exc:
                 log.debug("O_DIRECT refused for %s (%s): writing through the page cache", path, exc)
-        self.direct = self._direct is not None
-        self._closing = [fd] if self._direct is None else [fd, self._direct]
+        self._use_direct = self.direct_fd is not None
 
-    @staticmethod
-    def buffer(direct: bool, size: int) -> bytearray | mmap.mmap:
+    def buffer(self, size: int) -> bytearray | mmap.mmap:
         """A read buffer: page-aligned anonymous memory for O_DIRECT, else a bytearray."""
-        return mmap.mmap(-1, size) if direct else bytearray(size)
+        return mmap.mmap(-1, size) if self.direct_fd is not None else bytearray(size)
 
     def write(self, chunk: memoryview, position: int) -> None:
-        direct = self._direct
-        if direct is not None and direct_write(position, len(chunk)):
+        if self._use_direct and self.direct_fd is not None and direct_write(position, len(chunk)):
             try:
-                os.pwrite(direct, chunk, position)
+                os.pwrite(self.direct_fd, chunk, position)
                 return
             except OSError as exc:
                 if exc.errno != errno.EINVAL:
                     raise
                 log.debug("O_DIRECT write refused (%s): writing through the page cache", exc)
-                self._direct = None
+                self._use_direct = False
         os.pwrite(self.fd, chunk, position)
 
     def close(self) -> None:
-        for fd in self._closing:
-            os.close(fd)
+        os.close(self.fd)
+        if self.direct_fd is not None:
+            os.close(self.direct_fd)
 
 
 def _place(cache: NodeCache, remote: RemoteFile, target_dir: Path) -> None:
@@ -327,14 +325,14 @@ class _Stager:
         return problems
 
     def read_part(
-        self, remote: RemoteFile, partial: PartialFile, offset: int, length: int
+        self, remote: RemoteFile, writer: PartialFile, offset: int, length: int
     ) -> tuple[list[int], int]:
-        """One range of the file into `partial` at its offset: (CRC-32 of each piece, bytes received)."""
+        """One range of the file into `writer` at its offset: (CRC-32 of each piece, bytes received)."""
         crcs: list[int] = []
         crc, in_piece, position = 0, 0, offset
-        buffer = PartialFile.buffer(partial.direct, min(READ_BUFFER_BYTES, max(length, 1)))
+        buffer = writer.buffer(min(READ_BUFFER_BYTES, max(length, 1)))
         for chunk in self.client.read_into(remote.status.path, buffer, offset=offset, length=length):
-            partial.write(chunk, position)
+            writer.write(chunk, position)
             position += len(chunk)
             view = chunk
             while view:  # split the chunk at piece boundaries
@@ -357,9 +355,9 @@ class _Stager:
         length = remote.status.length
         try:
             problem: str | None = "not fetched"
+            parts = ranges(length, self.workers)
             for attempt in (1, 2):
                 fd, partial = self.cache.new_partial(key)
-                parts = ranges(length, self.workers)
                 writer = PartialFile(fd, partial, direct=length >= RANGE_MIN_BYTES)
                 try:
                     os.ftruncate(fd, length)
