@@ -43,6 +43,7 @@ LAB_URL = "http://master:9870"
 SMALL = ("/user/tarn/bench/small", 256, 256 << 10)  # path, files, bytes each: 64 MiB
 LARGE = ("/user/tarn/bench/large", 1, 512 << 20)  # one 512 MiB file
 GOAL_RATIO = 1.0  # staging at least as fast as the plain read (the lab's goal)
+SLOW_CREATE_US = 100.0  # per file or directory made in the scratch: a local disk takes ~10
 
 
 @dataclass
@@ -66,20 +67,28 @@ def sequential_read(client: WebHdfsClient, path: str) -> tuple[int, int, float]:
     return len(files), total, time.monotonic() - started
 
 
-def scratch_dir(args: argparse.Namespace) -> tempfile.TemporaryDirectory[str]:
-    """A fresh directory for one staging's cache and target, under --scratch. Give the node
-    cache's disk to measure what a node would: each staged file costs a few file creations there
-    (object, meta, claim lock, directories)."""
-    return tempfile.TemporaryDirectory(prefix="tarn-bench-", dir=args.scratch)
+def fresh_dir(args: argparse.Namespace, prefix: str) -> Path:
+    """A new directory under this run's scratch, for one staging's cache and target. Nothing is
+    deleted before the run ends: on an ext4 without a journal (the lab's VM) a file created after
+    many were deleted costs a walk past every inode freed in the last 60-300 s (recently_deleted
+    in fs/ext4/ialloc.c), a cost of the bench's clean-up that the next round would pay."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=args.run_dir))
 
 
 def default_scratch() -> Path:
-    """The FHS's temporary directory for files kept across reboots: on disk on every Linux (never
-    tmpfs), as the node cache is (/var/lib/tarn/model-cache). The system's temporary directory is
-    often tmpfs, i.e. memory; on the lab's VM it is on disk but creates files 30-50x slower than
-    any other directory of the same ext4 (500 creates: 78-141 ms against 3-4 ms elsewhere)."""
-    var_tmp = Path("/var/tmp")  # noqa: S108 - a parent for mkdtemp's private directories
-    return var_tmp if var_tmp.is_dir() else Path(tempfile.gettempdir())
+    """build/bench/scratch in this checkout: on disk, as the node cache is, never tmpfs."""
+    return ROOT / "build" / "bench" / "scratch"
+
+
+def create_cost_us(made: Path, models: int = 128) -> float:
+    """Microseconds per directory or file made under `made`, in a model repository's layout (the
+    model's directory, its version's, a file in it). A local disk's file system: about 10."""
+    started = time.perf_counter()
+    for i in range(models):
+        version = made / f"m{i:04d}" / "1"
+        version.mkdir(parents=True)
+        (version / "model.bin").touch()
+    return (time.perf_counter() - started) / (3 * models) * 1e6
 
 
 def filesystem(path: Path) -> str:
@@ -120,18 +129,28 @@ def one_round(args: argparse.Namespace, client: WebHdfsClient, source: str, path
     ticks = machine_ticks()
     _files, _total, sequential_s = sequential_read(client, path)
     sequential_busy = busy_cores(ticks, machine_ticks())
-    with scratch_dir(args) as scratch:
-        cpu, ticks = cpu_seconds(), machine_ticks()
-        cold = stage(args, client, source, Path(scratch), "cold")
-        cold_cpu, cold_busy = cpu_seconds() - cpu, busy_cores(ticks, machine_ticks())
-        warm = stage(args, client, source, Path(scratch), "warm")
+    scratch = fresh_dir(args, "round-")
+    cpu, ticks = cpu_seconds(), machine_ticks()
+    cold = stage(args, client, source, scratch, "cold")
+    cold_cpu, cold_busy = cpu_seconds() - cpu, busy_cores(ticks, machine_ticks())
+    warm = stage(args, client, source, scratch, "warm")
     return Round(sequential_s, sequential_busy, cold, cold_cpu, cold_busy, warm)
 
 
 def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: str) -> dict[str, Any]:
     """Print one repository's figures; returns them, staged/plain as "ratio", and every round's times."""
     files, total, _seconds = sequential_read(client, path)  # also a warm-up of both ends
-    print(f"staged under          {args.scratch} ({filesystem(args.scratch)})")
+    creating = create_cost_us(fresh_dir(args, "create-cost-"))
+    warning = (
+        f" (over {SLOW_CREATE_US:.0f}: slow, and staging pays it per file; many files deleted here "
+        "in the last minutes on an ext4 without a journal?)"
+        if creating > SLOW_CREATE_US
+        else ""
+    )
+    print(
+        f"staged under          {args.scratch} ({filesystem(args.scratch)}): "
+        f"{creating:.0f} us per file or directory made{warning}"
+    )
     rounds = [one_round(args, client, source, path) for _round in range(args.rounds)]
     plain = min(rounds, key=lambda r: r.sequential_s)
     sequential_s = plain.sequential_s
@@ -160,8 +179,7 @@ def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: s
     )
     recompute_s: float | None = None
     if args.recompute:
-        with scratch_dir(args) as scratch:
-            slow = stage(args, client, source, Path(scratch), "recompute", verify="recompute")
+        slow = stage(args, client, source, fresh_dir(args, "recompute-"), "recompute", verify="recompute")
         recompute_s = slow.seconds
         print(
             f"--model-verify recompute {slow.seconds:5.2f} s  {total / slow.seconds / MB:8.1f} MB/s  "
@@ -173,7 +191,7 @@ def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: s
         "staged_mbps": staged_mbps, "ratio": ratio, "warm_s": warm.seconds,
         "warm_downloaded": warm.downloaded, "warm_reused": warm.reused,
         "stager_cores": best.cold_cpu_s / cold.seconds,
-        "recompute_s": recompute_s,
+        "recompute_s": recompute_s, "scratch_create_us": creating,
         "rounds": [{"sequential_s": r.sequential_s, "staged_s": r.cold.seconds, "warm_s": r.warm.seconds}
                    for r in rounds],
     }  # fmt: skip
@@ -317,10 +335,18 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures and every round's times here")
     parser.add_argument(
         "--scratch", type=Path, default=default_scratch(),
-        help="where each staging's cache and target are made (default: /var/tmp, on disk as the cache is)",
+        help="where each staging's cache and target are made (default: build/bench/scratch, on disk "
+        "as the node cache is)",
     )  # fmt: skip
     parser.add_argument("--serve-fake", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tarn-bench-", dir=args.scratch) as run_dir:
+        args.run_dir = Path(run_dir)  # every staging of this run, deleted at its end
+        run(parser, args)
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.serve_fake:
         serve_fake(args.files, args.size_mib, args.latency_ms)
     elif args.self_test:
