@@ -4,7 +4,9 @@
 - A second TARN service with the same repository downloads 0 bytes on every node where the first
   one staged it (read in its instances' launcher logs); each served inferences.
 - Two launchers staging the same new repository at once on one node (as two instances would) fetch
-  each file once between them, and both get every byte (a big file in parallel ranges included).
+  each file once between them, and both get every byte (a big file in parallel ranges included);
+  two real launchers started at once on one node with a servable repository fetch each file once
+  between them, then exec Triton, and both serve.
 - A cache file changed on the node (a flipped byte) is fetched again before use.
 """
 
@@ -18,11 +20,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tarn.clients.resourcemanager import ResourceManager
+from tarn.payload import launcher_zipapp
 from tarn.stdlib.webhdfs import WebHdfsClient
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for
@@ -170,21 +174,29 @@ def stage_at_once(source: str, targets: list[str]) -> list[dict[str, int]]:
 
 
 @pytest.fixture(scope="module")
-def fresh(hdfs: WebHdfsClient) -> Iterator[tuple[str, dict[str, bytes]]]:
+def scratch_on_worker() -> Iterator[None]:
+    """SCRATCH on the worker, holding this checkout's sources (the launcher's code)."""
+    subprocess.run(["podman", "exec", WORKER, "rm", "-rf", SCRATCH], check=True)
+    subprocess.run(["podman", "exec", WORKER, "mkdir", "-p", SCRATCH], check=True)
+    subprocess.run(["podman", "cp", str(ROOT / "src"), f"{WORKER}:{SCRATCH}/src"], check=True)
+    subprocess.run(["podman", "exec", WORKER, "chmod", "-R", "a+rwX", SCRATCH], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["podman", "exec", WORKER, "rm", "-rf", SCRATCH], check=False)
+
+
+@pytest.fixture(scope="module")
+def fresh(hdfs: WebHdfsClient, scratch_on_worker: None) -> Iterator[tuple[str, dict[str, bytes]]]:
     """A repository no cache has seen: 12 small files and one of 40 MiB (read in ranges)."""
     path = f"/user/{LAB_USER}/e2e-cache-fresh-{secrets.token_hex(4)}"
     files = {f"m{i:02d}/1/model.bin": secrets.token_bytes(200_000 + i) for i in range(12)}
     files["big/1/model.bin"] = secrets.token_bytes(40 << 20)
     for relpath, data in files.items():
         hdfs.write(f"{path}/{relpath}", data)
-    subprocess.run(["podman", "exec", WORKER, "rm", "-rf", SCRATCH], check=True)
-    subprocess.run(["podman", "exec", WORKER, "mkdir", "-p", SCRATCH], check=True)
-    subprocess.run(["podman", "cp", str(ROOT / "src"), f"{WORKER}:{SCRATCH}/src"], check=True)
-    subprocess.run(["podman", "exec", WORKER, "chmod", "-R", "a+rwX", SCRATCH], check=True)
     try:
         yield f"hdfs://{LAB_MASTER}:8020{path}", files
     finally:
-        subprocess.run(["podman", "exec", WORKER, "rm", "-rf", SCRATCH], check=False)
         hdfs.delete(path, recursive=True)
 
 
@@ -207,6 +219,56 @@ def test_two_instances_staging_at_once_fetch_each_file_once(fresh: tuple[str, di
     expected = {relpath: hashlib.sha256(data).hexdigest() for relpath, data in files.items()}
     for target in (f"{SCRATCH}/a", f"{SCRATCH}/b"):
         assert tree_on_worker(target) == expected
+
+
+LAUNCHERS = {"launcher-a": 8740, "launcher-b": 8750}  # HTTP port; gRPC and metrics the next two
+
+
+def start_launchers(source: str) -> None:
+    """TARN's launcher zipapp on the worker, once per LAUNCHERS entry, all started by one shell at
+    the same moment, each as the YARN user in a directory of its own, as in a container: it
+    stages `source` through the node cache, then execs tritonserver."""
+    each = [
+        f"(mkdir -p {SCRATCH}/{name} && cd {SCRATCH}/{name} && exec python3 {SCRATCH}/tarn-launcher.pyz "
+        f"--model-repository {source} --model-cache-dir {CACHE} --webhdfs-url http://{LAB_MASTER}:9870 "
+        f"--port {port} --grpc-port {port + 1} --metrics-port {port + 2} > {SCRATCH}/{name}.log 2>&1) &"
+        for name, port in LAUNCHERS.items()
+    ]
+    subprocess.run(
+        ["podman", "exec", "-d", "-e", f"HADOOP_USER_NAME={LAB_USER}", WORKER,
+         "runuser", "-u", "yarn", "--", "sh", "-c", " ".join([*each, "wait"])],
+        check=True, timeout=60,
+    )  # fmt: skip
+
+
+def launcher_log(name: str) -> str:
+    return on_worker("cat", f"{SCRATCH}/{name}.log").stdout
+
+
+def test_two_instances_started_at_once_on_one_node_download_once_and_both_serve(
+    hdfs: WebHdfsClient, scratch_on_worker: None, tmp_path: Path
+) -> None:
+    path = f"/user/{LAB_USER}/e2e-cache-servable-{secrets.token_hex(4)}"  # new to every cache
+    files = hdfs.upload_tree(MODELS, path)
+    zipapp = tmp_path / "tarn-launcher.pyz"  # what tarn submit ships to every container
+    zipapp.write_bytes(launcher_zipapp())
+    subprocess.run(["podman", "cp", str(zipapp), f"{WORKER}:{SCRATCH}/tarn-launcher.pyz"], check=True)
+    subprocess.run(["podman", "exec", WORKER, "chmod", "a+r", f"{SCRATCH}/tarn-launcher.pyz"], check=True)
+    try:
+        start_launchers(f"hdfs://{LAB_MASTER}:8020{path}")
+        for port in LAUNCHERS.values():
+            serves({"host": WORKER.removeprefix("tarn-lab-")}, port)
+        found = {name: STAGED.search(launcher_log(name)) for name in LAUNCHERS}
+        for name, line in found.items():
+            assert line, f"no staging line in {name}'s log:\n{launcher_log(name)}"
+            print(f"\n[cache] {name}, started at once with the other on {WORKER}: {line[0]}")
+        counts = [(int(line[1]), int(line[3])) for line in found.values() if line]
+        assert sum(downloaded for downloaded, _reused in counts) == files  # each file once, in all
+        assert all(downloaded + reused == files for downloaded, reused in counts)
+    finally:
+        # the launchers, or the tritonservers they became
+        on_worker("pkill", "-f", "--", f"{path}|--model-repository={SCRATCH}/launcher-")
+        hdfs.delete(path, recursive=True)
 
 
 def test_a_cache_file_changed_on_the_node_is_fetched_again(fresh: tuple[str, dict[str, bytes]]) -> None:
