@@ -735,6 +735,10 @@ def test_ranges_split_big_files_on_piece_boundaries() -> None:
         (9 * piece, piece + 5),
     ]
     assert sum(n for _o, n in ranges(512 << 20, 4)) == 512 << 20
+    assert ranges(staging.RANGE_MIN_BYTES - 1, 4) == [(0, staging.RANGE_MIN_BYTES - 1)]
+    assert len(ranges(staging.RANGE_MIN_BYTES, 4)) == 2  # a big file: 2 pieces, 2 parts
+    assert not staging.big(staging.RANGE_MIN_BYTES - 1)
+    assert staging.big(staging.RANGE_MIN_BYTES)
 
 
 def test_eviction_goes_least_recently_used_first_and_spares_files_in_use() -> None:

@@ -132,10 +132,16 @@ def plan(
     return download, reuse
 
 
+def big(length: int) -> bool:
+    """Whether a file is read in parallel ranges (given two workers or more) and written with
+    O_DIRECT; smaller files are fetched whole, several at a time, through the page cache."""
+    return length >= RANGE_MIN_BYTES
+
+
 def ranges(length: int, workers: int) -> list[tuple[int, int]]:
     """(offset, length) of the range reads of one file: one for a small file, else up to `workers`
     parts on piece boundaries (each part's CRCs are then whole pieces)."""
-    if length < RANGE_MIN_BYTES or workers < 2:
+    if not big(length) or workers < 2:
         return [(0, length)]
     per_part = -(-length // workers)
     part = -(-per_part // PIECE_BYTES) * PIECE_BYTES
@@ -358,7 +364,7 @@ class _Stager:
             parts = ranges(length, self.workers)
             for attempt in (1, 2):
                 fd, partial = self.cache.new_partial(key)
-                writer = PartialFile(fd, partial, direct=length >= RANGE_MIN_BYTES)
+                writer = PartialFile(fd, partial, direct=big(length))
                 try:
                     os.ftruncate(fd, length)
                     if len(parts) == 1:
@@ -552,7 +558,10 @@ def _download(stager: _Stager, download: dict[str, list[RemoteFile]]) -> set[str
         stager.fetch(key, download[key], claim)
         return None
 
-    small = [k for k in download if len(ranges(download[k][0].status.length, stager.workers)) == 1]
+    # one range: fetched whole in the pool; more (a big file): its ranges spread over the pool
+    small = [
+        key for key, files in download.items() if len(ranges(files[0].status.length, stager.workers)) == 1
+    ]
     futures = [stager.pool.submit(claim_and_fetch, key) for key in small]
     busy = [key for key in download if key not in small and claim_and_fetch(key)]  # big: one at a time
     wait_all(futures)
