@@ -237,7 +237,7 @@ def start_launchers(source: str) -> None:
     subprocess.run(
         ["podman", "exec", "-d", "-e", f"HADOOP_USER_NAME={LAB_USER}", WORKER,
          "runuser", "-u", "yarn", "--", "sh", "-c", " ".join([*each, "wait"])],
-        check=True, timeout=60,
+        check=True, timeout=60, stdout=subprocess.DEVNULL,  # podman prints the exec session's id
     )  # fmt: skip
 
 
