@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from html import escape
 
-from tarn.controller.loop import InstanceView, Snapshot
+from tarn.controller.snapshot import InstanceView, Snapshot
 from tarn.ranger.state import Health
 
 STYLE = """

@@ -29,8 +29,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from tarn.controller.loop import ControlLoop, Snapshot
 from tarn.controller.signals import ModelTotals
+from tarn.controller.snapshot import Controller, Snapshot
 from tarn.ranger.authorizer import Authorizer
 
 INSTANCE_LABELS = ["instance", "container", "host"]
@@ -39,7 +39,7 @@ INSTANCE_LABELS = ["instance", "container", "host"]
 class SnapshotCollector(Collector):
     def __init__(
         self,
-        controller: ControlLoop,
+        controller: Controller,
         api_requests: Callable[[], dict[tuple[str, str], int]],
         authorizer: Authorizer | None = None,
     ) -> None:
@@ -223,7 +223,7 @@ def _ranger(authorizer: Authorizer) -> Iterator[GaugeMetricFamily | CounterMetri
 
 
 def metrics_registry(
-    controller: ControlLoop,
+    controller: Controller,
     api_requests: Callable[[], dict[tuple[str, str], int]],
     authorizer: Authorizer | None = None,
 ) -> CollectorRegistry:

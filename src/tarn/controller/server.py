@@ -37,8 +37,8 @@ from urllib.parse import parse_qs, urlsplit
 from tarn.activator.demand import Report
 from tarn.controller.dashboard import render_dashboard
 from tarn.controller.dashboard_script import DASHBOARD_JS
-from tarn.controller.loop import ControlLoop, Snapshot
 from tarn.controller.metrics import metrics_registry, render
+from tarn.controller.snapshot import Controller, Snapshot
 from tarn.ranger.authorizer import ACCESS_TYPES, Authorizer
 from tarn.stdlib.api_token import Secret
 
@@ -148,7 +148,7 @@ class Api:
     """Routing and accounting, shared by every handler thread."""
 
     def __init__(
-        self, controller: ControlLoop, token: Secret | None, authorizer: Authorizer | None = None
+        self, controller: Controller, token: Secret | None, authorizer: Authorizer | None = None
     ) -> None:
         self.controller = controller
         self.token = token
@@ -285,7 +285,7 @@ def _method_not_allowed() -> tuple[int, str, bytes]:
     return _json(405, {"error": "method not allowed"})
 
 
-def _health(controller: ControlLoop) -> tuple[int, str, bytes]:
+def _health(controller: Controller) -> tuple[int, str, bytes]:
     snap = controller.snapshot
     age = round(time.time() - snap.at, 1) if snap.at else None
     return _json(200, {"status": "ok", "last_tick_age_s": age})
@@ -338,7 +338,7 @@ def _authorize(api: Api, query: dict[str, str], headers: Any, client_ip: str) ->
     return 200, "text/plain; charset=utf-8", b"true" if allowed else b"false"
 
 
-def _drain(controller: ControlLoop, name: str, query: dict[str, str]) -> tuple[int, str, bytes]:
+def _drain(controller: Controller, name: str, query: dict[str, str]) -> tuple[int, str, bytes]:
     wait = query.get("wait", "true")
     if wait not in ("true", "false"):
         raise BadRequest(f"wait={wait!r}: use true or false")
@@ -350,7 +350,7 @@ def _drain(controller: ControlLoop, name: str, query: dict[str, str]) -> tuple[i
     return _json(200, {"instance": name, "drained": controller.drained(name)})
 
 
-def _wake(controller: ControlLoop, query: dict[str, str]) -> tuple[int, str, bytes]:
+def _wake(controller: Controller, query: dict[str, str]) -> tuple[int, str, bytes]:
     try:
         held, oldest = int(query.get("held", "1")), float(query.get("oldest_s", "0"))
     except ValueError as exc:
@@ -361,7 +361,7 @@ def _wake(controller: ControlLoop, query: dict[str, str]) -> tuple[int, str, byt
     return _json(202, {"held": held, "target": controller.snapshot.target})
 
 
-def _undrain(controller: ControlLoop, name: str) -> tuple[int, str, bytes]:
+def _undrain(controller: Controller, name: str) -> tuple[int, str, bytes]:
     if not controller.undrain(name):
         return _json(404, {"error": f"{name} is not drained by an operator"})
     return _json(200, {"instance": name, "drained": False})

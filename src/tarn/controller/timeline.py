@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the loop holds a Timeline
-    from tarn.controller.loop import Snapshot
+from tarn.controller.snapshot import Snapshot
 
 WINDOW_POINTS = 900  # 30 minutes of 2 s ticks
 
@@ -58,7 +56,7 @@ def point_of(snap: Snapshot) -> Point:
 
 
 class Timeline:
-    """The last `size` points; fed by the loop's thread, read by the API's."""
+    """The last `size` points; fed from each published snapshot, read by the API's threads."""
 
     def __init__(self, size: int = WINDOW_POINTS) -> None:
         self._points: deque[Point] = deque(maxlen=size)

@@ -1,0 +1,67 @@
+"""The published snapshot and what is fed from it: the counters (/metrics) and the timeline
+(the dashboard's charts). The loop's thread publishes; the API's threads read and wait."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tarn.controller.signals import ModelTotals
+from tarn.controller.snapshot import Snapshot
+from tarn.controller.timeline import Timeline
+
+
+@dataclass
+class Counters:
+    """Totals since the controller started, each the sum of the published ticks' events."""
+
+    scaling: dict[str, int] = field(default_factory=lambda: {"up": 0, "down": 0})
+    drains: int = 0
+    decommissioned: int = 0
+    ticks: int = 0
+    demand_reports: int = 0  # counted as the reports arrive (tarn.controller.inbox)
+    models: dict[str, ModelTotals] = field(default_factory=dict)  # per model, since the start
+
+    def count(self, snap: Snapshot) -> None:
+        events = snap.events
+        if events is None:  # an untrusted tick did nothing
+            return
+        self.ticks += 1
+        if events.scaled is not None:
+            self.scaling[events.scaled] += 1
+        self.drains += events.drains_started
+        self.decommissioned += events.decommissioned
+        for deltas in events.model_deltas:
+            for name, delta in deltas.items():
+                self.models[name] = self.models.get(name, ModelTotals()).plus(delta)
+
+
+class Publication:
+    def __init__(self, first: Snapshot) -> None:
+        self._published = threading.Condition()
+        self._latest = first
+        self.counters = Counters()
+        self.timeline = Timeline()
+
+    @property
+    def latest(self) -> Snapshot:
+        with self._published:
+            return self._latest
+
+    def publish(self, snap: Snapshot) -> Snapshot:
+        with self._published:
+            self._latest = snap
+            self.counters.count(snap)
+            self.timeline.add(snap)
+            self._published.notify_all()
+        return snap
+
+    def wait_for(self, done: Callable[[Snapshot], bool], timeout: float) -> bool:
+        """Block until a published snapshot satisfies ``done`` (or ``timeout`` seconds pass)."""
+        with self._published:
+            return self._published.wait_for(lambda: done(self._latest), timeout)
+
+    def count_demand_report(self) -> None:
+        with self._published:
+            self.counters.demand_reports += 1

@@ -1,0 +1,123 @@
+"""What the controller publishes once a tick, and what its API may ask of it.
+
+The API threads (server, metrics, dashboard) read only these types: one immutable ``Snapshot``
+per tick, and the ``Controller`` protocol for the few things they may ask (an operator's drain,
+an activator's demand). They never import the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tarn.controller.decide import Decision
+from tarn.controller.drain import Drain
+from tarn.controller.memory import ScalingEvent
+from tarn.controller.signals import Gpu, Load, ModelDelta, ModelView
+
+if TYPE_CHECKING:
+    from tarn.activator.demand import Report
+    from tarn.controller.publication import Counters
+    from tarn.controller.timeline import Timeline
+    from tarn.stdlib.config import TarnConfig
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class InstanceView:
+    instance: str
+    container_id: str
+    host: str
+    ip: str
+    http_port: int
+    grpc_port: int
+    metrics_port: int
+    yarn_state: str
+    state: str  # STARTING | READY | DRAINING | UNREACHABLE
+    registered: bool
+    load: Load | None
+    gpus: tuple[Gpu, ...]
+    models: tuple[str, ...]
+    requests_ok: float
+    requests_failed: float
+
+    def record(self, service: str) -> JSON:
+        """The discovery record: the znode's JSON (docs/discovery.md)."""
+        return {
+            "service": service,
+            "instance": self.instance,
+            "container_id": self.container_id,
+            "host": self.host,
+            "ip": self.ip,
+            "http_port": self.http_port,
+            "grpc_port": self.grpc_port,
+            "metrics_port": self.metrics_port,
+            "url": f"http://{self.ip}:{self.http_port}",
+            "models": list(self.models),
+        }
+
+
+@dataclass(frozen=True)
+class TickEvents:
+    """What one trusted tick did, for the counters (tarn.controller.publication.Counters)."""
+
+    scaled: str | None = None  # the direction of a scaling decision taken (a history entry)
+    drains_started: int = 0  # operator drains and scale-down drains begun
+    decommissioned: int = 0  # drained instances YARN accepted to remove
+    model_deltas: tuple[Mapping[str, ModelDelta], ...] = ()  # one per instance scraped
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    service: str
+    at: float = 0.0  # wall clock of the tick; 0: no tick yet
+    state: str = "UNKNOWN"
+    target: int = 0
+    instances: tuple[InstanceView, ...] = ()
+    decision: Decision | None = None
+    history: tuple[ScalingEvent, ...] = ()
+    zookeeper: str = "off"
+    problems: tuple[str, ...] = ()
+    tick_seconds: float = 0.0
+    held: int = 0  # requests an activator holds, as it last reported
+    held_oldest_s: float = 0.0  # how long the oldest of them had waited then
+    scale_to_zero: bool = False  # --scale-to-zero-after is on
+    models: tuple[ModelView, ...] = ()  # per model, over the last tick
+    drains: dict[str, Drain] = field(default_factory=dict)  # the loop's own, never changed after publishing
+    events: TickEvents | None = None  # None: an untrusted tick, which did nothing
+
+    @property
+    def running(self) -> int:
+        return len(self.instances)
+
+    def names(self) -> set[str]:
+        return {i.instance for i in self.instances}
+
+    def drained(self, instance: str) -> bool:
+        found = self.drains.get(instance)
+        return bool(found and found.done)
+
+    def serving(self) -> list[InstanceView]:
+        return [i for i in self.instances if i.registered]
+
+
+class Controller(Protocol):
+    """What the API threads may read and ask (tarn.controller.loop.ControlLoop is the one)."""
+
+    @property
+    def config(self) -> TarnConfig: ...
+    @property
+    def tick_s(self) -> float: ...
+    @property
+    def snapshot(self) -> Snapshot: ...
+    @property
+    def counters(self) -> Counters: ...
+    @property
+    def timeline(self) -> Timeline: ...
+    def drain(self, instance: str) -> bool: ...
+    def undrain(self, instance: str) -> bool: ...
+    def drained(self, instance: str) -> bool: ...
+    def note_demand(self, report: Report | None) -> None: ...
+    def wait_for(self, done: Callable[[Snapshot], bool], timeout: float) -> bool: ...

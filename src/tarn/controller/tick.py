@@ -1,0 +1,429 @@
+"""One tick's decisions, pure: (state, what was observed, the operator's requests, now, policy)
+→ (actions, next state). The loop (tarn.controller.loop) observes, asks these functions, acts
+and publishes; it decides nothing itself.
+
+A tick, in the order the loop calls them:
+- ``recall``: once, what an earlier controller left in ZooKeeper (history, drains);
+- ``plan_watch``: which containers to scrape (the RM's list, plus serving instances the RM's
+  answer lacks, within a grace) and which to ask for their models;
+- ``plan_tick``: loads, drains (operator requests, called off while requests are held, their
+  end), the instance views, the registrations, the scaling decision with its holds, and the
+  RM action: a flex, or the decommission of drained victims;
+- ``settle``: the decision once the RM accepted or refused that decommission;
+- ``to_remember`` and ``published``: what to save in ZooKeeper, and the snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from tarn.activator.demand import Report, held_now
+from tarn.controller.decide import Candidate, Decision, Observation, Policy, ScalerState, decide, pick_victims
+from tarn.controller.drain import (
+    Drain,
+    DrainPolicy,
+    Request,
+    Seen,
+    begin_removal,
+    cancel_removals,
+    removed,
+    removing,
+    step,
+)
+from tarn.controller.memory import Memory, ScalingEvent, decode
+from tarn.controller.observe import (
+    UNREPORTED,
+    UNREPORTED_GRACE_S,
+    Container,
+    Scrape,
+    unreported,
+    with_known_addresses,
+)
+from tarn.controller.registry import znode_data
+from tarn.controller.signals import (
+    Load,
+    ModelDelta,
+    ModelView,
+    TritonSample,
+    instance_load,
+    model_deltas,
+    model_views,
+)
+from tarn.controller.snapshot import InstanceView, Snapshot, TickEvents
+from tarn.stdlib.config import TarnConfig
+
+MODELS_REFRESH_S = 30.0  # a serving instance's model list is read again this often
+HISTORY_SIZE = 50  # scaling events kept (the dashboard's and ZooKeeper's memory)
+NO_SCRAPE = Scrape(False, None, None, "no address")
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """What the controller remembers per container between ticks."""
+
+    sample: TritonSample | None = None
+    last_activity: float = 0.0
+    models: tuple[str, ...] = ()
+    models_at: float = -1e9
+    was_ready: bool = False
+
+
+@dataclass(frozen=True)
+class TickState:
+    scaler: ScalerState
+    tracked: Mapping[str, Tracked] = field(default_factory=dict)  # by container id
+    addresses: Mapping[str, Container] = field(default_factory=dict)  # by id: the last address the RM gave
+    serving: Mapping[str, Container] = field(default_factory=dict)  # by id: READY at the last trusted tick
+    unlisted_since: Mapping[str, float] = field(default_factory=dict)  # by id: serving, missing from the RM
+    drains: Mapping[str, Drain] = field(default_factory=dict)  # by instance name
+    history: tuple[ScalingEvent, ...] = ()  # newest first
+    remembered: Memory | None = None  # what ZooKeeper holds; None until read back
+
+    @classmethod
+    def starting(cls, now: float) -> TickState:
+        """A (re)started controller waits a cooldown: it may be a restart, acting on nothing it saw."""
+        return cls(ScalerState(last_change_at=now))
+
+
+@dataclass(frozen=True)
+class TickPolicy:
+    service: str
+    scaling: Policy
+    drain: DrainPolicy
+    concurrency: float  # --concurrency-per-instance: the in-flight requests that make load 1.0
+
+    @classmethod
+    def from_config(cls, config: TarnConfig) -> TickPolicy:
+        return cls(
+            service=config.service_name,
+            scaling=Policy.from_config(config),
+            drain=DrainPolicy.from_config(config),
+            concurrency=config.concurrency_per_instance,
+        )
+
+
+# ---- memory
+def recall(
+    state: TickState, data: bytes | None, clock_now: float, wall_now: float
+) -> tuple[TickState, str | None]:
+    """What an earlier controller remembered, merged into this one's state; a log line if any."""
+    memory = decode(data, clock_now, wall_now)
+    drains = {**memory.drains, **state.drains}
+    history = (*memory.history, *state.history)[:HISTORY_SIZE]
+    state = replace(state, remembered=memory, history=history, drains=drains)
+    if not data:
+        return state, None
+    return state, f"recalled {len(memory.history)} scaling events, drains: {sorted(drains) or 'none'}"
+
+
+def to_remember(state: TickState) -> Memory | None:
+    """The memory to write to ZooKeeper: None while unchanged (or not read back yet)."""
+    memory = Memory(state.history, dict(state.drains))
+    return None if state.remembered is None or memory == state.remembered else memory
+
+
+# ---- what to observe
+@dataclass(frozen=True)
+class Watch:
+    containers: tuple[Container, ...]
+    want_models: frozenset[str]  # container ids to ask for their model list
+    warnings: tuple[str, ...]
+
+
+def plan_watch(state: TickState, listed: Sequence[Container], now: float) -> tuple[Watch, TickState]:
+    """The RM's containers (with addresses it stopped reporting), plus those that served at the
+    last tick and are missing from its answer, kept for observe.UNREPORTED_GRACE_S."""
+    known = with_known_addresses(list(listed), dict(state.addresses))
+    missing = unreported(dict(state.serving), known)
+    since = {c.container_id: state.unlisted_since.get(c.container_id, now) for c in missing}
+    kept = [c for c in missing if now - since[c.container_id] <= UNREPORTED_GRACE_S]
+    warnings = []
+    for c in missing:
+        if c.container_id not in state.unlisted_since:
+            warnings.append(
+                f"the ResourceManager's answer lacks {c.instance} ({c.container_id}): kept while it serves"
+            )
+        elif c not in kept:
+            warnings.append(f"{c.instance} unlisted for over {UNREPORTED_GRACE_S:.0f} s: withdrawn")
+    containers = (*known, *kept)
+    unseen = Tracked()
+    want = frozenset(
+        c.container_id
+        for c in containers
+        if not (seen := state.tracked.get(c.container_id, unseen)).was_ready
+        or now - seen.models_at >= MODELS_REFRESH_S
+    )
+    state = replace(
+        state,
+        addresses={c.container_id: c for c in containers if c.ip},
+        unlisted_since={c.container_id: since[c.container_id] for c in kept},
+    )
+    return Watch(containers, want, tuple(warnings)), state
+
+
+# ---- the tick
+@dataclass(frozen=True)
+class Observed:
+    at: float  # wall clock
+    service_state: str
+    target: int  # the Triton component's number_of_containers at the RM
+    containers: tuple[Container, ...]
+    scrapes: Mapping[str, Scrape]  # by container id
+    demand: Report | None = None  # the activators' last report
+    demand_received: float = -1e9  # when it was received (the controller's clock)
+
+
+@dataclass(frozen=True)
+class TickPlan:
+    state: TickState  # for the next tick; a decommission is applied by settle()
+    target: int  # the RM's, before any action
+    service_state: str
+    views: tuple[InstanceView, ...]  # 'registered' is known once ZooKeeper answered (published())
+    registrations: dict[str, bytes]  # znode data by container id: the ready instances
+    flex: int | None  # ask YARN for this many instances
+    decommission: tuple[str, ...]  # ask YARN to remove these drained instances
+    decision: Decision | None  # None while a decommission waits for the RM's answer
+    held: int
+    held_oldest_s: float
+    models: tuple[ModelView, ...]  # per model, over this tick
+    events: TickEvents
+    problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # for the log
+
+
+def plan_tick(
+    state: TickState, seen: Observed, requests: Sequence[Request], now: float, policy: TickPolicy
+) -> TickPlan:
+    containers = seen.containers
+    scrapes = {c.container_id: seen.scrapes.get(c.container_id, NO_SCRAPE) for c in containers}
+    held = held_now(seen.demand, seen.demand_received, now)
+    tracked, loads, deltas = _track(state.tracked, containers, scrapes, now, policy.concurrency)
+
+    notes: list[str] = []
+    drains = dict(state.drains)
+    if held:  # someone waits for an instance: none that can still serve may go
+        drains, called_off = cancel_removals(drains)
+        if called_off:
+            notes.append(f"requests held: the drain of {', '.join(called_off)} called off")
+    activity = {
+        c.instance: Seen(scrapes[c.container_id].ready, tracked[c.container_id].last_activity)
+        for c in containers
+    }
+    drained = step(drains, activity, requests, now, policy.drain)
+    notes.extend(drained.events)
+    views = tuple(
+        _view(c, scrapes[c.container_id], loads.get(c.container_id), tracked[c.container_id], drained.drains)
+        for c in containers
+    )
+    tracked = {k: replace(t, was_ready=scrapes[k].ready) for k, t in tracked.items()}
+    serving = [v for v in views if v.state in ("READY", "DRAINING")]
+    samples = [tracked[v.container_id].sample for v in serving]
+    models = model_views(deltas, [v.models for v in serving], [dict(s.models) for s in samples if s])
+    registrations = {
+        v.container_id: znode_data(v.record(policy.service)) for v in views if v.state == "READY"
+    }
+    state = replace(
+        state,
+        tracked=tracked,
+        drains=drained.drains,
+        serving={c.container_id: c for c, v in zip(containers, views, strict=True) if v.state == "READY"},
+    )
+    plan = TickPlan(
+        state=state,
+        target=seen.target,
+        service_state=seen.service_state,
+        views=views,
+        registrations=registrations,
+        flex=None,
+        decommission=drained.decommission,
+        decision=None,
+        held=held,
+        held_oldest_s=seen.demand.oldest_s if seen.demand is not None and held else 0.0,
+        models=models,
+        events=TickEvents(drains_started=drained.started, model_deltas=tuple(deltas)),
+        notes=tuple(notes),
+    )
+    return plan if drained.decommission else _scale(plan, now, seen, policy)
+
+
+def _scale(plan: TickPlan, now: float, seen: Observed, policy: TickPolicy) -> TickPlan:
+    """The scaling decision, and its holds: while a removal drains, while the RM's answer lacks a
+    serving instance (its count and list disagree with what serves: no flex or drain on that)."""
+    state, views, target = plan.state, plan.views, plan.target
+    pending = removing(state.drains)
+    if pending:
+        return replace(plan, decision=Decision(target, "hold", f"draining {', '.join(pending)}", None))
+    missing = [v.instance for v in views if v.yarn_state == UNREPORTED and v.state == "READY"]
+    if missing:
+        reason = f"the ResourceManager's answer lacks {', '.join(missing)}, still serving"
+        return replace(
+            plan, decision=Decision(target, "hold", reason, None), problems=(*plan.problems, reason)
+        )
+
+    ready = [v for v in views if v.state == "READY"]
+    served = (t.last_activity for t in state.tracked.values())
+    observation = Observation(
+        target=target,
+        ready=sum(1 for v in views if v.state in ("READY", "DRAINING")),
+        loads=tuple(v.load.value if v.load else None for v in ready),
+        held=plan.held,
+        idle_s=now - max(seen.demand_received, state.scaler.last_change_at, *served),
+    )
+    decision, scaler = decide(state.scaler, observation, now, policy.scaling)
+    state = replace(state, scaler=scaler)
+    if decision.target == target:
+        return replace(plan, state=state, decision=decision)
+    event = ScalingEvent(seen.at, decision.direction, target, decision.target, decision.reason)
+    state = replace(state, history=(event, *state.history)[:HISTORY_SIZE])
+    events = replace(plan.events, scaled=decision.direction)
+    notes = list(plan.notes)
+    flex = None
+    if decision.target > target:
+        flex = decision.target
+    else:
+        candidates = [
+            Candidate(v.instance, v.state == "READY", v.load.value if v.load else None) for v in views
+        ]
+        victims = pick_victims(candidates, target - decision.target)
+        state = replace(state, drains=begin_removal(state.drains, victims, now))
+        events = replace(events, drains_started=events.drains_started + len(victims))
+        notes.append(f"draining {', '.join(victims)} before scaling down: {decision.reason}")
+    notes.append(f"scaling {decision.direction}: {decision.reason}")
+    return replace(plan, state=state, decision=decision, flex=flex, events=events, notes=tuple(notes))
+
+
+def settle(plan: TickPlan, refused: bool) -> TickPlan:
+    """The plan once the RM answered its decommission: accepted, the drains end and the target
+    drops; refused, the removal drains stay and the scaler holds (tried again next tick)."""
+    done, target = plan.decommission, plan.target
+    if not done:
+        return plan
+    if refused:
+        pending = ", ".join(removing(plan.state.drains))
+        return replace(plan, decision=Decision(target, "hold", f"draining {pending}", None))
+    after = target - len(done)
+    return replace(
+        plan,
+        state=replace(plan.state, drains=removed(plan.state.drains, done)),
+        decision=Decision(after, "down", f"decommissioned {len(done)} drained instance(s)", None),
+        events=replace(plan.events, decommissioned=len(done)),
+        notes=(*plan.notes, f"decommissioned {', '.join(done)} (target {target} -> {after})"),
+    )
+
+
+def published(
+    plan: TickPlan,
+    registered: set[str] | None,
+    zookeeper: str,
+    problems: Sequence[str],
+    at: float,
+    tick_seconds: float,
+    policy: TickPolicy,
+) -> Snapshot:
+    """The snapshot of a trusted tick. Discovery lists the ready instances, and with ZooKeeper
+    only those in it (``registered``: container ids, read once the sync is done)."""
+    views = tuple(
+        replace(v, registered=v.state == "READY" and (registered is None or v.container_id in registered))
+        for v in plan.views
+    )
+    return Snapshot(
+        service=policy.service,
+        at=at,
+        state=plan.service_state,
+        target=plan.decision.target if plan.decision else plan.target,
+        instances=views,
+        decision=plan.decision,
+        history=plan.state.history,
+        zookeeper=zookeeper,
+        problems=tuple(problems),
+        tick_seconds=tick_seconds,
+        held=plan.held,
+        held_oldest_s=plan.held_oldest_s,
+        scale_to_zero=policy.scaling.scale_to_zero_after_s > 0,
+        models=plan.models,
+        drains=dict(plan.state.drains),
+        events=plan.events,
+    )
+
+
+def untrusted(previous: Snapshot, state: TickState, doubt: str, at: float, tick_seconds: float) -> Snapshot:
+    """A view that cannot be trusted changes nothing: discovery, drains, the target and the
+    instances stay as last seen (the API and HAProxy keep serving them); only the state says so."""
+    return replace(
+        previous,
+        at=at,
+        state="UNKNOWN",
+        decision=None,
+        history=state.history,
+        problems=(f"{doubt}; nothing changed until the view can be trusted",),
+        tick_seconds=tick_seconds,
+        drains=dict(state.drains),
+        events=None,
+    )
+
+
+def _track(
+    before: Mapping[str, Tracked],
+    containers: Sequence[Container],
+    scrapes: Mapping[str, Scrape],
+    now: float,
+    concurrency: float,
+) -> tuple[dict[str, Tracked], dict[str, Load | None], list[dict[str, ModelDelta]]]:
+    """Each container's scrape remembered: (tracked, load since the previous scrape, per-model
+    deltas of every instance with a sample). Containers that are gone are forgotten."""
+    tracked: dict[str, Tracked] = {}
+    loads: dict[str, Load | None] = {}
+    deltas: list[dict[str, ModelDelta]] = []
+    for c in containers:
+        scrape = scrapes[c.container_id]
+        known = before.get(c.container_id)
+        if known is None:
+            known = Tracked(last_activity=now)
+        if scrape.sample is not None:
+            loads[c.container_id] = instance_load(known.sample, scrape.sample, concurrency)
+            deltas.append(model_deltas(known.sample, scrape.sample))
+            active = _active(known.sample, scrape.sample)
+            known = replace(known, sample=scrape.sample, last_activity=now if active else known.last_activity)
+        if scrape.models is not None:
+            known = replace(known, models=scrape.models, models_at=now)
+        tracked[c.container_id] = known
+    return tracked, loads, deltas
+
+
+def _view(
+    c: Container, scrape: Scrape, load: Load | None, tracked: Tracked, drains: Mapping[str, Drain]
+) -> InstanceView:
+    """``tracked``: after this scrape, but ``was_ready`` still the previous tick's."""
+    state = "DRAINING" if c.instance in drains else "READY" if scrape.ready else _not_ready(tracked)
+    sample = tracked.sample
+    return InstanceView(
+        instance=c.instance,
+        container_id=c.container_id,
+        host=c.host,
+        ip=c.ip,
+        http_port=c.http_port,
+        grpc_port=c.grpc_port,
+        metrics_port=c.metrics_port,
+        yarn_state=c.yarn_state,
+        state=state,
+        registered=False,
+        load=load,
+        gpus=scrape.sample.gpus if scrape.sample else (),
+        models=tracked.models,
+        requests_ok=sample.requests_ok if sample else 0.0,
+        requests_failed=sample.requests_failed if sample else 0.0,
+    )
+
+
+def _active(previous: TritonSample | None, current: TritonSample) -> bool:
+    if current.pending > 0:
+        return True
+    if previous is None:
+        return False
+    return (current.requests_ok, current.requests_failed) != (previous.requests_ok, previous.requests_failed)
+
+
+def _not_ready(tracked: Tracked) -> str:
+    """Not answering ready: it was serving (UNREACHABLE) or has not yet (STARTING)."""
+    return "UNREACHABLE" if tracked.was_ready else "STARTING"
