@@ -1,0 +1,369 @@
+"""The tick's decisions (tarn.controller.tick), one table each, with no loop, server or clock.
+
+Every decision the loop took before the tick was pure lives here: what to scrape, the drains
+(operator requests, called off by held requests, their end), the views, the registrations, the
+holds, the scaling decision and its RM action, the decommission accepted or refused, the memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from tarn.activator.demand import Report
+from tarn.controller.decide import Decision, Direction, Policy, ScalerState
+from tarn.controller.drain import Drain, DrainPolicy, Request
+from tarn.controller.memory import Memory, ScalingEvent, encode
+from tarn.controller.observe import UNREPORTED, UNREPORTED_GRACE_S, Container, Scrape
+from tarn.controller.signals import TritonSample
+from tarn.controller.snapshot import Snapshot
+from tarn.controller.tick import (
+    MODELS_REFRESH_S,
+    Observed,
+    TickPlan,
+    TickPolicy,
+    TickState,
+    Tracked,
+    plan_tick,
+    plan_watch,
+    published,
+    recall,
+    settle,
+    to_remember,
+    untrusted,
+)
+
+POLICY = TickPolicy(
+    service="svc",
+    scaling=Policy(0.8, 0.2, min_instances=1, max_instances=4, cooldown_s=0.0, up_ticks=1, down_ticks=1),
+    drain=DrainPolicy(grace_s=4.0, timeout_s=60.0),
+    concurrency=4.0,
+)  # fmt: skip
+NOW = 1000.0
+
+
+def container(n: int, yarn_state: str = "READY", ip: str = "127.0.0.1") -> Container:
+    return Container(f"triton-{n}", f"c-{n}", "w", ip, yarn_state, 8000, 8001, 8002)
+
+
+def sample(ok: float, busy_us: float = 0.0, at: float = NOW) -> TritonSample:
+    return TritonSample(at, ok, 0.0, busy_us, 0.0)
+
+
+def busy(inflight: float) -> tuple[TritonSample, TritonSample]:
+    """Two samples 2 s apart with ``inflight`` requests in the server on average."""
+    return sample(100.0, 0.0, NOW - 2), sample(110.0, 2e6 * inflight)
+
+
+def settled(n: int, inflight: float | None = 1.6) -> tuple[Container, Tracked, Scrape]:
+    """A READY instance seen before; ``inflight``: its load x concurrency (None: no metrics)."""
+    before, after = busy(inflight or 0.0)
+    tracked = Tracked(sample=before, last_activity=NOW - 1, models=("m",), models_at=NOW, was_ready=True)
+    return container(n), tracked, Scrape(True, after if inflight is not None else None, None)
+
+
+def world(
+    *instances: tuple[Container, Tracked, Scrape], target: int | None = None, **state: Any
+) -> tuple[TickState, Observed]:
+    tracked = {c.container_id: t for c, t, _s in instances}
+    scrapes = {c.container_id: s for c, _t, s in instances}
+    containers = tuple(c for c, _t, _s in instances)
+    start = TickState(ScalerState(last_change_at=0.0), tracked=tracked, **state)
+    seen = Observed(1.7e9, "STABLE", len(instances) if target is None else target, containers, scrapes)
+    return start, seen
+
+
+# ---- plan_tick: the scaling decision, its holds and the RM action
+REMOVING = {"drains": {"triton-1": Drain(NOW - 1, remove=True)}}
+COOLING = {"scaler": ScalerState(last_change_at=NOW - 1)}
+SCALING = [
+    # name, in flight per instance (None: no metrics), state, direction, reason starts, flex, victims
+    ("busy: up", [3.6, 3.6], {}, "up", "load 0.90 > 0.8: 2 -> 4", 4, ()),
+    ("in the band: hold", [2.0, 2.0], {}, "hold", "load within the band", None, ()),
+    ("idle: down", [0.2, 0.4], {}, "down", "load 0.08 < 0.2: 2 -> 1", None, ("triton-0",)),
+    ("no metrics: hold", [None, None], {}, "hold", "no load figure", None, ()),
+    ("out of bounds", [2.0] * 5, {}, "down", "target 5 outside [1, 4]", None, ("triton-4",)),
+    ("a removal drains: hold", [3.6, 3.6], REMOVING, "hold", "draining triton-1", None, ()),
+    ("cooldown: hold", [3.6, 3.6], COOLING, "hold", "cooldown", None, ()),
+]
+
+
+@pytest.mark.parametrize(("name", "loads", "extra", "direction", "reason", "flex", "victims"), SCALING)
+def test_the_scaling_decision_and_its_action(
+    name: str,
+    loads: list[float | None],
+    extra: dict[str, Any],
+    direction: str,
+    reason: str,
+    flex: int | None,
+    victims: tuple[str, ...],
+) -> None:
+    start, seen = world(*(settled(n, load) for n, load in enumerate(loads)))
+    policy = (
+        POLICY
+        if "cooldown" not in name
+        else replace(POLICY, scaling=replace(POLICY.scaling, cooldown_s=30.0))
+    )
+    start = replace(start, **extra)
+    plan = plan_tick(start, seen, (), NOW, policy)
+    assert plan.decision is not None
+    assert (plan.decision.direction, plan.flex, plan.decommission) == (direction, flex, ())
+    assert plan.decision.reason.startswith(reason), plan.decision.reason
+    removal = tuple(sorted(n for n, d in plan.state.drains.items() if d.remove and n not in start.drains))
+    assert removal == victims
+    assert plan.events.scaled == (direction if direction != "hold" else None)
+    assert plan.events.drains_started == len(victims)
+    assert [e.direction for e in plan.state.history] == ([direction] if direction != "hold" else [])
+    assert plan.state.scaler.last_change_at == (NOW if direction != "hold" else start.scaler.last_change_at)
+
+
+def test_an_instance_the_rm_answer_lacks_holds_the_scaler_and_says_so() -> None:
+    lost = settled(1, 3.6)
+    start, seen = world(settled(0, 3.6), (container(1, UNREPORTED), lost[1], lost[2]))
+    plan = plan_tick(start, seen, (), NOW, POLICY)
+    assert plan.decision == Decision(
+        2, "hold", "the ResourceManager's answer lacks triton-1, still serving", None
+    )
+    assert plan.problems == ("the ResourceManager's answer lacks triton-1, still serving",)
+    assert plan.flex is None
+
+
+def test_scaling_from_zero_when_requests_are_held() -> None:
+    start, seen = world(target=0)
+    seen = replace(seen, demand=Report(held=3, oldest_s=0.5), demand_received=NOW - 1)
+    policy = replace(POLICY, scaling=replace(POLICY.scaling, min_instances=0, scale_to_zero_after_s=60.0))
+    plan = plan_tick(start, seen, (), NOW, policy)
+    assert (plan.flex, plan.held, plan.held_oldest_s) == (1, 3, 0.5)
+    assert plan.decision is not None
+    assert plan.decision.reason.startswith("3 request(s) held")
+
+
+def test_idle_for_the_grace_drains_to_zero() -> None:
+    start, seen = world(settled(0, 0.0))
+    start = replace(start, tracked={"c-0": replace(start.tracked["c-0"], last_activity=NOW - 61)})
+    policy = replace(POLICY, scaling=replace(POLICY.scaling, min_instances=0, scale_to_zero_after_s=60.0))
+    seen = replace(seen, scrapes={"c-0": Scrape(True, sample(100.0), None)})  # nothing served since
+    plan = plan_tick(start, seen, (), NOW, policy)
+    assert plan.decision is not None
+    assert (plan.decision.target, plan.decision.direction) == (0, "down")
+    assert plan.state.drains["triton-0"].remove
+
+
+# ---- plan_tick: drains, views and registrations
+OPERATOR, REMOVAL = Drain(NOW - 1, remove=False), Drain(NOW - 1, remove=True)
+UNDRAIN = Request("triton-1", NOW, drain=False)
+IDLE_REMOVAL = replace(REMOVAL, started=NOW - 9)
+DRAINS = [
+    # name, triton-1's drain before, requests, held, ready, its state, its drain after, decommission
+    (
+        "an operator's drain begins",
+        None,
+        [Request("triton-1", NOW)],
+        0,
+        True,
+        "DRAINING",
+        Drain(NOW, False),
+        (),
+    ),
+    ("an undrain ends it", OPERATOR, [UNDRAIN], 0, True, "READY", None, ()),
+    ("an undrain leaves a removal", REMOVAL, [UNDRAIN], 0, True, "DRAINING", REMOVAL, ()),
+    (
+        "an idle removal ends",
+        IDLE_REMOVAL,
+        [],
+        0,
+        True,
+        "DRAINING",
+        replace(IDLE_REMOVAL, done=True),
+        ("triton-1",),
+    ),
+    ("held requests call a removal off", REMOVAL, [], 5, True, "READY", None, ()),
+    ("held requests leave an operator's drain", OPERATOR, [], 5, True, "DRAINING", OPERATOR, ()),
+    (
+        "a restart ends an operator's drain",
+        replace(OPERATOR, saw_unready=True),
+        [],
+        0,
+        True,
+        "READY",
+        None,
+        (),
+    ),
+    (
+        "an instance stops answering",
+        OPERATOR,
+        [],
+        0,
+        False,
+        "DRAINING",
+        replace(OPERATOR, saw_unready=True),
+        (),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "before", "requests", "held", "ready", "state", "after", "decommission"), DRAINS
+)
+def test_drains(
+    name: str,
+    before: Drain | None,
+    requests: list[Request],
+    held: int,
+    ready: bool,
+    state: str,
+    after: Drain | None,
+    decommission: tuple[str, ...],
+) -> None:
+    quiet = Tracked(sample(110.0, 0.0, NOW - 2), last_activity=NOW - 30, was_ready=True)  # nothing since
+    one = (container(1), quiet, Scrape(ready, sample(110.0), None))
+    drains = {} if before is None else {"triton-1": before}
+    start, seen = world(settled(0, 2.0), one, drains=drains)
+    if held:
+        seen = replace(seen, demand=Report(held=held), demand_received=NOW - 1)
+    plan = plan_tick(start, seen, requests, NOW, POLICY)
+    views = {v.instance: v.state for v in plan.views}
+    assert views["triton-1"] == state
+    assert plan.state.drains.get("triton-1") == after
+    assert plan.decommission == decommission
+    assert ("c-1" in plan.registrations) == (state == "READY")
+    if decommission:
+        assert plan.decision is None  # decided once the RM answers (settle)
+
+
+VIEWS = [
+    # name, scrape ready, was ready, ip, expected state, registered
+    ("answers ready", True, False, "127.0.0.1", "READY", True),
+    ("not yet ready", False, False, "127.0.0.1", "STARTING", False),
+    ("ready before, not now", False, True, "127.0.0.1", "UNREACHABLE", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "ready", "was_ready", "ip", "state", "registered"), VIEWS, ids=[c[0] for c in VIEWS]
+)
+def test_views_and_registrations(
+    name: str, ready: bool, was_ready: bool, ip: str, state: str, registered: bool
+) -> None:
+    tracked = Tracked(was_ready=was_ready)
+    start, seen = world((container(0, ip=ip), tracked, Scrape(ready, None, ("m",))))
+    plan = plan_tick(start, seen, (), NOW, POLICY)
+    [view] = plan.views
+    assert (view.state, "c-0" in plan.registrations) == (state, registered)
+    assert plan.state.tracked["c-0"].was_ready is ready
+    assert plan.state.tracked["c-0"].models == ("m",)
+    assert ("c-0" in plan.state.serving) == (state == "READY")
+
+
+def test_a_container_that_is_gone_is_forgotten() -> None:
+    start, seen = world(settled(0), settled(1))
+    seen = replace(seen, containers=seen.containers[:1])
+    plan = plan_tick(start, seen, (), NOW, POLICY)
+    assert set(plan.state.tracked) == {"c-0"}
+
+
+def test_model_figures_count_every_instance_with_a_sample() -> None:
+    start, seen = world(settled(0, 2.0), settled(1, None))
+    plan = plan_tick(start, seen, (), NOW, POLICY)
+    assert len(plan.events.model_deltas) == 1
+
+
+# ---- settle: the RM's answer to a decommission
+@pytest.mark.parametrize(("refused", "target", "direction", "reason", "left"), [
+    (False, 1, "down", "decommissioned 1 drained instance(s)", set()),
+    (True, 2, "hold", "draining triton-1", {"triton-1"}),
+])  # fmt: skip
+def test_settle(refused: bool, target: int, direction: Direction, reason: str, left: set[str]) -> None:
+    start, seen = world(
+        settled(0, 2.0), settled(1, 0.0), drains={"triton-1": Drain(NOW - 60, remove=True, done=True)}
+    )
+    plan = settle(plan_tick(start, seen, (), NOW, POLICY), refused=refused)
+    assert plan.decision == Decision(target, direction, reason, None)
+    assert set(plan.state.drains) == left
+    assert plan.events.decommissioned == (0 if refused else 1)
+    snap = published(plan, None, "off", (), seen.at, 0.1, POLICY)
+    assert snap.target == target
+
+
+def test_settle_changes_nothing_without_a_decommission() -> None:
+    start, seen = world(settled(0, 3.6))
+    plan = plan_tick(start, seen, (), NOW, POLICY)
+    assert settle(plan, refused=True) == plan
+
+
+# ---- plan_watch: what to scrape
+def test_a_serving_instance_the_rm_leaves_out_is_kept_for_the_grace_then_withdrawn() -> None:
+    zero, one = container(0), container(1)
+    start = TickState(
+        ScalerState(0.0),
+        serving={"c-0": zero, "c-1": one},
+        tracked={"c-1": Tracked(was_ready=True, models_at=NOW)},
+    )
+    watch, state = plan_watch(start, [zero], NOW)
+    assert [c.instance for c in watch.containers] == ["triton-0", "triton-1"]
+    assert watch.containers[1].yarn_state == UNREPORTED
+    assert watch.warnings == ("the ResourceManager's answer lacks triton-1 (c-1): kept while it serves",)
+    assert watch.want_models == {"c-0"}  # not ready before: asked for its models
+    later, _state = plan_watch(state, [zero], NOW + UNREPORTED_GRACE_S + 1)
+    assert [c.instance for c in later.containers] == ["triton-0"]
+    assert later.warnings == (f"triton-1 unlisted for over {UNREPORTED_GRACE_S:.0f} s: withdrawn",)
+
+
+def test_the_last_address_is_kept_and_models_are_read_again_after_a_while() -> None:
+    start = TickState(
+        ScalerState(0.0),
+        addresses={"c-0": container(0)},
+        tracked={"c-0": Tracked(was_ready=True, models_at=NOW)},
+    )
+    watch, state = plan_watch(start, [container(0, ip="")], NOW)
+    assert watch.containers[0].ip == "127.0.0.1"
+    assert watch.want_models == frozenset()
+    watch, _state = plan_watch(state, [container(0)], NOW + MODELS_REFRESH_S)
+    assert watch.want_models == {"c-0"}
+
+
+# ---- memory and untrusted ticks
+def test_recall_puts_the_earlier_history_and_drains_under_this_ones() -> None:
+    old = ScalingEvent(1.0, "up", 1, 2, "earlier")
+    mine = ScalingEvent(2.0, "down", 2, 1, "mine")
+    data = encode(Memory((old,), {"triton-3": Drain(NOW - 5, remove=False)}), NOW, 1.7e9)
+    start = TickState(ScalerState(0.0), history=(mine,))
+    state, note = recall(start, data, NOW, 1.7e9)
+    assert state.history == (old, mine)
+    assert set(state.drains) == {"triton-3"}
+    assert note == "recalled 1 scaling events, drains: ['triton-3']"
+    assert to_remember(state) == Memory((old, mine), state.drains)
+    assert recall(start, None, NOW, 1.7e9)[1] is None
+
+
+def test_memory_is_written_only_when_it_changed_and_was_read_back() -> None:
+    state = TickState(ScalerState(0.0))
+    assert to_remember(state) is None  # not read back yet: nothing overwritten
+    state = replace(state, remembered=Memory())
+    assert to_remember(state) is None
+    event = ScalingEvent(1.0, "up", 1, 2, "r")
+    assert to_remember(replace(state, history=(event,))) == Memory((event,), {})
+
+
+def test_an_untrusted_tick_keeps_what_was_published() -> None:
+    start, seen = world(settled(0))
+    before = published(plan_tick(start, seen, (), NOW, POLICY), None, "off", (), seen.at, 0.1, POLICY)
+    after = untrusted(before, start, "no answer", 1.8e9, 0.2)
+    assert (after.instances, after.target, after.state, after.events) == (
+        before.instances,
+        before.target,
+        "UNKNOWN",
+        None,
+    )
+    assert after.problems == ("no answer; nothing changed until the view can be trusted",)
+    assert isinstance(after, Snapshot)
+
+
+def test_published_marks_registered_only_what_zookeeper_holds() -> None:
+    start, seen = world(settled(0), settled(1))
+    plan: TickPlan = plan_tick(start, seen, (), NOW, POLICY)
+    snap = published(plan, {"c-1"}, "connected", ("p",), seen.at, 0.1, POLICY)
+    assert [i.registered for i in snap.instances] == [False, True]
+    assert (snap.zookeeper, snap.problems, snap.service) == ("connected", ("p",), "svc")
