@@ -35,7 +35,7 @@ from tarn.stdlib.launcher.staging import StageReport, Verify, stage_repository
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 
 if TYPE_CHECKING:
-    from tests.unit.test_staging import HdfsFile
+    from tests.support.webhdfs import HdfsFile
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1e6
@@ -266,7 +266,7 @@ def write_json(
 
 def serve_fake(files: int, size_mib: int, latency_ms: float) -> None:
     sys.path.insert(0, str(ROOT))
-    from tests.unit.test_staging import FakeHdfs, HdfsFile
+    from tests.support.webhdfs import FakeHdfs, HdfsFile
 
     block = 128 << 20
     repo = {

@@ -33,8 +33,8 @@ from kazoo.client import KazooClient
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.service.wait import ready, stable
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.integration.test_ranger_controller import policy
-from tests.unit.test_ranger_settings import write_xml
+from tests.support.ranger_admin import policy
+from tests.support.ranger_documents import write_xml
 
 from . import test_chaos as chaos
 from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes

@@ -33,10 +33,10 @@ from apache_ranger.client.ranger_client import RangerClient
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.integration.test_ranger_admin_standin import USERS as RANGER_USERS
-from tests.integration.test_ranger_conformance import harness_jar
-from tests.integration.test_ranger_controller import ACTIONS, USERS, policy, ranger_decisions
-from tests.unit.test_ranger_settings import write_xml
+from tests.support.ranger_admin import USERS as RANGER_USERS
+from tests.support.ranger_admin import policy
+from tests.support.ranger_documents import write_xml
+from tests.support.ranger_harness import ACTIONS, USERS, harness_jar, ranger_decisions
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_ranger_admin_standin import SERVICE, Standin, service_def, start, stop
+from tests.support.ranger_admin import SERVICE, Standin, service_def, start, stop
 
 
 @pytest.fixture

@@ -8,92 +8,18 @@ Each test starts its own stand-in on 127.0.0.1 (port 0), with the lab's users.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-from apache_ranger.client.ranger_client import RangerClient
 from apache_ranger.exceptions import RangerServiceException
 
-ROOT = Path(__file__).resolve().parents[2]
-STANDIN = ROOT / "lab" / "ranger_admin.py"
-SERVICE_DEF_FILE = ROOT / "src" / "tarn" / "ranger" / "triton-service-def.json"
-PASSWORD = "it-admin-3c9e"  # noqa: S105 - the stand-in's, for this test only
-SERVICE = "triton_prod"
-USERS = {
-    "users": {"alice": {"groups": ["ml-team"]}, "bob": {"groups": ["analysts"]}, "carol": {}},
-    "groups": {"analysts": {"attributes": {"dept": "bi"}}},
-}
-# What RangerAdminRESTClient.getServicePoliciesIfUpdated sends besides lastKnownVersion.
-PLUGIN_PARAMS = {
-    "lastActivationTime": "0",
-    "pluginId": "triton@host-triton_prod",
-    "clusterName": "",
-    "supportsPolicyDeltas": "false",
-    "pluginCapabilities": "7ffff",
-}
+from tests.support.ranger_admin import PASSWORD, SERVICE, STANDIN, Standin, service_def, start, stop
+
 Json = dict[str, Any]
-
-
-def service_def() -> Json:
-    """The triton service def as the user wrote it, with the "itemId"s Ranger requires (1, 2, ...,
-    in order, as Ranger's own defs number them) wherever the file has none."""
-    sdef: Json = json.loads(SERVICE_DEF_FILE.read_text())
-    for key in ("resources", "accessTypes"):
-        for number, item in enumerate(sdef[key], start=1):
-            item.setdefault("itemId", number)
-    return sdef
-
-
-@dataclass
-class Standin:
-    url: str
-    process: subprocess.Popen[str]
-    state: Path
-
-    def client(self) -> RangerClient:
-        return RangerClient(self.url, ("admin", PASSWORD))
-
-    def get(self, path: str, **params: str) -> requests.Response:
-        return requests.get(f"{self.url}{path}", params=params, timeout=10)
-
-    def admin_get(self, path: str) -> Json:
-        """The JSON as sent: the client's model classes drop fields they do not know."""
-        answer = requests.get(f"{self.url}/service/public/v2/api{path}", auth=("admin", PASSWORD), timeout=10)
-        answer.raise_for_status()
-        body: Json = answer.json()
-        return body
-
-    def download(self, last_known: int, service: str = SERVICE, **params: str) -> requests.Response:
-        query = {**PLUGIN_PARAMS, "lastKnownVersion": str(last_known), **params}
-        return self.get(f"/service/plugins/policies/download/{service}", **query)
-
-
-def start(tmp_path: Path, state: Path) -> Standin:
-    users = tmp_path / "users.json"
-    users.write_text(json.dumps(USERS))
-    command = [sys.executable, str(STANDIN), "--host", "127.0.0.1", "--port", "0", "--users", str(users)]
-    command += ["--admin-password", PASSWORD, "--state", str(state)]
-    log = (tmp_path / "ranger_admin.log").open("a")
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    assert line.startswith("ranger_admin: listening on 127.0.0.1:"), (
-        line,
-        (tmp_path / "ranger_admin.log").read_text(),
-    )
-    return Standin(f"http://127.0.0.1:{line.rsplit(':', 1)[1].strip()}", process, state)
-
-
-def stop(standin: Standin) -> None:
-    standin.process.terminate()
-    standin.process.wait(timeout=10)
 
 
 def allow(

@@ -29,10 +29,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tarn.ranger.engine import Engine
+from tests.support.ranger_harness import harness_jar
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE_DEF_FILE = ROOT / "src" / "tarn" / "ranger" / "triton-service-def.json"
-HARNESS_JAR = ROOT / "build" / "ranger-harness" / "ranger-harness.jar"
 SERVICE_DEF: dict[str, Any] = json.loads(SERVICE_DEF_FILE.read_text())
 SERVICE = "triton"
 UTC = timezone.utc
@@ -725,16 +725,6 @@ def random_scenario(rng: random.Random, index: int) -> Scenario:
 
 
 # ---- the two engines
-
-
-def harness_jar() -> Path:
-    """The harness's jar; the test fails (never skips) when it was not built."""
-    if not HARNESS_JAR.is_file():
-        pytest.fail(
-            f"{HARNESS_JAR.relative_to(ROOT)} is missing: build it with "
-            "`lab/ranger-harness/build.sh build/ranger-harness` (make integration does)"
-        )
-    return HARNESS_JAR
 
 
 @pytest.fixture(scope="module")

@@ -22,12 +22,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from itertools import product
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
 import requests
@@ -41,43 +41,16 @@ from tarn.ranger.refresher import Refresher, connect
 from tarn.ranger.settings import read_settings
 from tarn.ranger.state import PolicyState
 from tarn.stdlib.api_token import Secret
-from tests.integration.test_ranger_admin_standin import SERVICE, Standin, service_def, start, stop
-from tests.integration.test_ranger_conformance import harness_jar
+from tests.support.ranger_admin import SERVICE, Standin, policy, served, service_def, start, stop
+from tests.support.ranger_documents import write_xml
+from tests.support.ranger_harness import ACTIONS, USERS, harness_jar, ranger_decisions
 from tests.unit.test_controller_authorize import ModelScraper
 from tests.unit.test_controller_loop import TOKEN, make
-from tests.unit.test_ranger_settings import write_xml
 
 Json = dict[str, Any]
 MODELS = ("add_one", "add_sub", "linear_onnx", "identity")
-USERS = ("alice", "bob", "carol")
-ACTIONS = ("infer", "metadata", "list")
 POLL_S = 0.5
 AUTH = {"X-TARN-Token": TOKEN}
-Item = tuple[Sequence[str], Sequence[str], Sequence[str]]  # users, groups, accesses
-
-
-def policy(
-    name: str,
-    models: list[str],
-    allow: Sequence[Item] = (),
-    deny: Sequence[Item] = (),
-    deny_exceptions: Sequence[Item] = (),
-    override: bool = False,
-) -> Json:
-    def items(given: Sequence[Item]) -> list[Json]:
-        return [
-            {"users": list(u), "groups": list(g), "accesses": [{"type": a} for a in a_]} for u, g, a_ in given
-        ]
-
-    return {
-        "service": SERVICE,
-        "name": name,
-        "policyPriority": 1 if override else 0,
-        "resources": {"model": {"values": models}},
-        "policyItems": items(allow),
-        "denyPolicyItems": items(deny),
-        "denyExceptions": items(deny_exceptions),
-    }
 
 
 POLICIES = [
@@ -173,21 +146,6 @@ def wait_until(done: Callable[[PolicyState], bool], refresher: Refresher, timeou
         time.sleep(0.02)
 
 
-class PluginDownloads(Protocol):
-    """A Ranger Admin's plugin downloads: the stand-in on loopback here, on a lab node in tests/e2e."""
-
-    def get(self, path: str, **params: str) -> requests.Response: ...
-
-
-def served(admin: PluginDownloads) -> tuple[Json, Json, dict[str, list[str]]]:
-    """The policies, roles and user → groups Admin serves its plugins."""
-    get: Callable[[str, str], Json] = lambda path, version: admin.get(path, **{version: "-1"}).json()  # noqa: E731
-    policies = get(f"/service/plugins/policies/download/{SERVICE}", "lastKnownVersion")
-    roles = get(f"/service/roles/download/{SERVICE}", "lastKnownRoleVersion")
-    groups = get(f"/service/xusers/download/{SERVICE}", "lastKnownUserStoreVersion")["userGroupMapping"]
-    return policies, roles, groups
-
-
 def engine_decisions(admin: Standin) -> dict[tuple[str, str, str], bool]:
     """What TARN's engine decides over the documents Admin serves (groups from its user store)."""
     policies, roles, groups = served(admin)
@@ -196,28 +154,6 @@ def engine_decisions(admin: Standin) -> dict[tuple[str, str, str], bool]:
         (user, model, action): engine.evaluate(user, frozenset(groups.get(user, ())), model, action).allowed
         for user, model, action in product(USERS, MODELS, ACTIONS)
     }
-
-
-def ranger_decisions(
-    jar: Path, admin: PluginDownloads, models: Sequence[str] = MODELS
-) -> dict[tuple[str, str, str], Json]:
-    """What Ranger's own engine decides (allowed, audited, policy_id) over the same documents."""
-    policies, roles, groups = served(admin)
-    keys = list(product(USERS, models, ACTIONS))
-    document = {
-        "service_def": policies["serviceDef"],
-        "service_policies": policies,
-        "roles": roles,
-        "super_users": [],
-        "super_groups": [],
-        "cases": [{"user": u, "groups": groups.get(u, []), "model": m, "access": a} for u, m, a in keys],
-    }
-    proc = subprocess.run(
-        ["java", "-jar", str(jar)], input=json.dumps(document), capture_output=True, text=True, timeout=120,
-        check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return dict(zip(keys, json.loads(proc.stdout), strict=True))
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +186,7 @@ def test_authorize_answers_as_ranger_s_engine_for_every_user_model_and_action(
     admin: Standin, controller: Controller, ranger_jar: Path
 ) -> None:
     answers = controller.answers()
-    ranger = ranger_decisions(ranger_jar, admin)
+    ranger = ranger_decisions(ranger_jar, admin, MODELS)
     assert answers == {key: verdict["allowed"] for key, verdict in ranger.items()}
     assert answers == engine_decisions(admin)
     allowed = {key for key, ok in answers.items() if ok}
@@ -301,7 +237,7 @@ def test_one_audit_event_per_decision_ranger_audits(admin: Standin, tmp_path: Pa
     finally:
         running.close()
         logger.removeHandler(handler)
-    ranger = ranger_decisions(ranger_jar, admin)
+    ranger = ranger_decisions(ranger_jar, admin, MODELS)
     audited = {key for key, verdict in ranger.items() if verdict["audited"]}
     assert answers == {key: verdict["allowed"] for key, verdict in ranger.items()}
     logged = [(e["reqUser"], e["resource"], e["action"]) for e in handler.events]

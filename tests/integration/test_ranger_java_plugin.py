@@ -27,8 +27,8 @@ import pytest
 import requests
 from apache_ranger.client.ranger_client import RangerClient
 
-from tests.integration.test_ranger_admin_standin import PASSWORD, SERVICE, Standin, service_def, start, stop
-from tests.integration.test_ranger_conformance import harness_jar
+from tests.support.ranger_admin import PASSWORD, SERVICE, Standin, service_def, start, stop
+from tests.support.ranger_harness import harness_jar
 
 Json = dict[str, Any]
 APP_ID = "tarn-it"

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_ranger_admin_standin import PASSWORD, SERVICE, Standin
+from tests.support.ranger_admin import PASSWORD, SERVICE, Standin
 
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTION = ROOT / "build" / "collections" / "ansible_collections" / "tarn" / "yarn"

@@ -18,7 +18,7 @@ from tarn.controller.server import Api, serve, with_visible_models
 from tarn.ranger.authorizer import Authorizer
 from tarn.ranger.state import Documents, PolicyState, polled
 from tarn.stdlib.api_token import Secret
-from tests.unit.ranger_documents import BASIC, USERS
+from tests.support.ranger_documents import BASIC, USERS
 from tests.unit.test_controller_loop import TOKEN, FakeScraper, call, make
 
 AUTH = {"X-TARN-Token": TOKEN}

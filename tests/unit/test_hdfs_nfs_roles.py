@@ -18,7 +18,7 @@ import pytest
 import yaml
 from ansible.template import Templar, trust_as_template
 
-from tests.unit.test_knox_role import trusted
+from tests.support.roles import trusted
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLES = ROOT / "roles"

@@ -22,6 +22,8 @@ import pytest
 import yaml
 from ansible.template import Templar, trust_as_template
 
+from tests.support.roles import trusted
+
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "knox"
 SMOKE = ROOT / "knox" / "smoke.sh"
@@ -35,17 +37,6 @@ ONE_SERVICE: Json = {
     "knox_master_secret": SECRET,
     "knox_tarn_services": [{"authorize_urls": ["http://master:8888/authorize"], "token": TOKEN}],
 }
-
-
-def trusted(value: Any) -> Any:
-    """YAML read by hand is not trusted by Ansible 2.19's templating: mark it as the role's own."""
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {k: trusted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [trusted(v) for v in value]
-    return value
 
 
 def load(path: Path) -> Any:

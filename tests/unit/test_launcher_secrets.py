@@ -14,7 +14,7 @@ from tarn.stdlib.launcher.secrets import (
     secrets_to_environment,
     variable_for_alias,
 )
-from tests.unit.test_jceks import (
+from tests.support.jceks import (
     HADOOP_SECRETS,
     KEYTOOL_SECRETS,
     STORE_PASSWORD,

@@ -1,6 +1,6 @@
 """Ranger's audit (tarn.ranger.audit, tarn.ranger.audit_log): ranger-triton-audit.xml read with Ranger's
 names and defaults, paths as Ranger's HDFS destination makes them, AuthzAuditEvent's fields, and the
-writer's batches, rollover and failures against a loopback WebHDFS (tests/unit/test_webhdfs.py).
+writer's batches, rollover and failures against a loopback WebHDFS (tests/support/webhdfs.py).
 
 The audited decisions themselves are checked against Ranger's engine in
 tests/integration/test_ranger_controller.py; the events on a real HDFS in tests/e2e/test_ranger.py."""
@@ -36,9 +36,8 @@ from tarn.ranger.settings import settings_of
 from tarn.ranger.state import PolicyState
 from tarn.stdlib.config import parse_config
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
-from tests.unit.ranger_documents import allow, policies
-from tests.unit.test_ranger_settings import URL, write_xml
-from tests.unit.test_webhdfs import Hdfs
+from tests.support.ranger_documents import URL, allow, policies, write_xml
+from tests.support.webhdfs import Hdfs
 
 D = "xasecure.audit.destination."
 HDFS_ON = {D + "hdfs": "true", D + "hdfs.dir": "hdfs://nn:8020/ranger/audit"}

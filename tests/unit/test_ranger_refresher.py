@@ -1,6 +1,6 @@
 """The controller's Ranger plugin at run time: the Admin client against a loopback server, and the
-refresher with a scripted Admin and a real cache directory (the stand-in Ranger Admin is
-tests/integration/test_ranger_controller.py's)."""
+refresher with a scripted Admin and a real cache directory (against the stand-in Ranger Admin,
+tests/support/ranger_admin.py: tests/integration/test_ranger_controller.py)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from tarn.ranger.cache import CacheError, PolicyCache
 from tarn.ranger.refresher import Refresher
 from tarn.ranger.settings import PluginSettings
 from tarn.ranger.state import Documents, verdict
-from tests.unit import loopback
-from tests.unit.ranger_documents import BASIC, SERVICE, USERS, allow, policies, roles
+from tests.support import loopback
+from tests.support.ranger_documents import BASIC, SERVICE, USERS, allow, policies, roles
 
 JSON = dict[str, Any]
 SETTINGS = PluginSettings(service=SERVICE, app_id="tarn", rest_urls=("http://unused",), poll_interval_s=0.1)

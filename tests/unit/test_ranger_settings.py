@@ -10,16 +10,9 @@ import pytest
 from tarn.errors import ConfigError
 from tarn.ranger.settings import PluginSettings, plugin_id, plugin_settings, settings_of, shipped_files
 from tarn.stdlib.config import TarnConfig, parse_config
+from tests.support.ranger_documents import URL, write_xml
 
 P = "ranger.plugin.triton."
-URL = {P + "policy.rest.url": "http://ranger:6080"}
-
-
-def write_xml(directory: Path, properties: dict[str, str], name: str = "ranger-triton-security.xml") -> Path:
-    rows = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in properties.items())
-    path = directory / name
-    path.write_text(f"<?xml version='1.0'?><configuration>{rows}</configuration>")
-    return path
 
 
 def test_ranger_s_defaults() -> None:

@@ -16,7 +16,7 @@ from tarn.ranger.state import (
     user_groups,
     verdict,
 )
-from tests.unit.ranger_documents import BASIC, USERS, allow, policies, roles, user_store
+from tests.support.ranger_documents import BASIC, USERS, allow, policies, roles, user_store
 
 NOW = 1_750_000_000.0
 LOADED = polled(PolicyState(), Documents(BASIC, roles(1), USERS), [], NOW)

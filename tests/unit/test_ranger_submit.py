@@ -16,7 +16,7 @@ from tarn.service import desired_service
 from tarn.service.artifacts import RANGER_CONF_DIGEST_ENV
 from tarn.spec import CONTROLLER, TRITON, Artifacts, build_service_spec, component_of, with_settings
 from tarn.stdlib.config import TarnConfig, parse_config
-from tests.unit.test_ranger_settings import URL, write_xml
+from tests.support.ranger_documents import URL, write_xml
 
 BASE = ["--model-repository", "hdfs:///models", "--runtime", "process", "--user", "tarn"]
 ARTIFACTS = Artifacts(payload="hdfs:///a/tarn.pyz", launcher="hdfs:///a/tarn-launcher.pyz")

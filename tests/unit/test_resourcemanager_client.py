@@ -10,8 +10,7 @@ import pytest
 
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.errors import ClusterError
-
-from .loopback import QuietHandler, reply_json, serve, url
+from tests.support.loopback import QuietHandler, reply_json, serve, url
 
 INFO = {"clusterInfo": {"haState": "ACTIVE", "state": "STARTED"}}
 

@@ -8,88 +8,14 @@ from __future__ import annotations
 import base64
 import sys
 import types
-import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, WebHdfsError
-
-from .loopback import QuietHandler, reply_json, serve
-
-
-class Hdfs:
-    """Files in memory; CREATE redirects to /datanode, which takes the bytes (201)."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
-        self.dirs: set[str] = {"/"}
-        self.seen: list[tuple[str, str, str, int]] = []  # method, where, op, body length
-        self.fail_next = 0  # answer 503 RetriableException this many times
-        self.server = self._serve()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
-        parts = urllib.parse.urlsplit(handler.path)
-        query = dict(urllib.parse.parse_qsl(parts.query))
-        body = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
-        datanode = parts.path.startswith("/datanode")
-        path = urllib.parse.unquote(parts.path.removeprefix("/datanode").removeprefix("/webhdfs/v1"))
-        self.seen.append((method, "datanode" if datanode else "namenode", query.get("op", ""), len(body)))
-        if query.get("user.name") != "tarn":
-            return reply_json(handler, 401, {"RemoteException": {"exception": "SecurityException"}})
-        if self.fail_next:
-            self.fail_next -= 1
-            return reply_json(handler, 503, {"RemoteException": {"exception": "RetriableException"}})
-        op = query["op"]
-        if datanode and op == "APPEND":
-            self.files[path] += body
-            return reply_json(handler, 200, {})
-        if datanode:
-            self.files[path] = body
-            return reply_json(handler, 201, {})
-        if op == "APPEND" and path in self.files:
-            location = f"{self.url}/datanode{parts.path.removeprefix('/webhdfs/v1')}?{parts.query}"
-            return reply_json(handler, 307, {}, {"Location": location})
-        if op == "CREATE":
-            if query.get("overwrite") == "false" and path in self.files:
-                exists = {"exception": "FileAlreadyExistsException"}
-                return reply_json(handler, 403, {"RemoteException": exists})
-            location = f"{self.url}/datanode{parts.path.removeprefix('/webhdfs/v1')}?{parts.query}"
-            return reply_json(handler, 307, {}, {"Location": location})
-        if op == "MKDIRS":
-            self.dirs.add(path)
-            return reply_json(handler, 200, {"boolean": True})
-        if op == "DELETE":
-            gone = [p for p in self.files if p == path or p.startswith(path + "/")]
-            for name in gone:
-                del self.files[name]
-            return reply_json(handler, 200, {"boolean": bool(gone)})
-        if op == "GETFILESTATUS" and path in self.files:
-            status = {"type": "FILE", "length": len(self.files[path]), "owner": "tarn", "permission": "644"}
-            return reply_json(handler, 200, {"FileStatus": status})
-        return reply_json(handler, 404, {"RemoteException": {"exception": "FileNotFoundException"}})
-
-    def _serve(self) -> ThreadingHTTPServer:
-        hdfs = self
-
-        class Handler(QuietHandler):
-            def do_PUT(self) -> None:
-                hdfs.handle(self, "PUT")
-
-            def do_GET(self) -> None:
-                hdfs.handle(self, "GET")
-
-            def do_DELETE(self) -> None:
-                hdfs.handle(self, "DELETE")
-
-            def do_POST(self) -> None:
-                hdfs.handle(self, "POST")
-
-        return serve(Handler)
+from tests.support.webhdfs import Hdfs
 
 
 @pytest.fixture

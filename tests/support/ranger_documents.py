@@ -1,5 +1,6 @@
 """Ranger Admin's plugin documents, hand-written for the controller's Ranger tests: ServicePolicies
-over the triton service def (src/tarn/ranger/triton-service-def.json), RangerRoles, RangerUserStore."""
+over the triton service def (src/tarn/ranger/triton-service-def.json), RangerRoles, RangerUserStore;
+and the plugin's own settings file, ranger-triton-security.xml."""
 
 from __future__ import annotations
 
@@ -63,3 +64,14 @@ BASIC = policies(
     allow(2, ["linear_onnx"], ["list"], users=["bob"]),
 )
 USERS = user_store(1, {"alice": ["ml-team"], "bob": ["analysts"]})
+
+
+# The one property a plugin's settings cannot do without: where Ranger Admin is.
+URL = {"ranger.plugin.triton.policy.rest.url": "http://ranger:6080"}
+
+
+def write_xml(directory: Path, properties: dict[str, str], name: str = "ranger-triton-security.xml") -> Path:
+    rows = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in properties.items())
+    path = directory / name
+    path.write_text(f"<?xml version='1.0'?><configuration>{rows}</configuration>")
+    return path
