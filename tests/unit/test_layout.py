@@ -85,3 +85,73 @@ def test_the_controller_rule_catches_a_violation() -> None:
     assert forbidden_in_controller("from tarn import payload") == {"tarn.payload"}
     assert forbidden_in_controller("from tarn.service.artifacts import desired_service")
     assert not forbidden_in_controller("from tarn.spec import TRITON")
+
+
+# ---- the import graph of src/tarn: no cycle, and the loop imported by the process that runs it only
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted((SRC / "tarn").rglob("*.py"))}
+
+
+def tarn_imports(source: str, modules: set[str]) -> set[str]:
+    """The tarn modules a source imports (``from a import b``: a.b when that is a module), type-only
+    imports included: a cycle through them still ties the two modules together."""
+    found = set()
+    for name in imported(source):
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        if name:
+            found.add(name)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {name: tarn_imports(path.read_text(), set(MODULES)) - {name} for name, path in MODULES.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while (member := stack.pop()) != node:
+                component.append(member)
+            component.append(node)
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_in_src() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_rule_catches_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_only_the_controller_process_imports_the_loop() -> None:
+    """The API reads tarn.controller.snapshot and .publication; nothing imports the loop for a type."""
+    importers = {name for name, targets in import_graph().items() if "tarn.controller.loop" in targets}
+    assert importers == {"tarn.controller.main"}

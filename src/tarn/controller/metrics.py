@@ -29,8 +29,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from tarn.controller.publication import Controller
 from tarn.controller.signals import ModelTotals
-from tarn.controller.snapshot import Controller, Snapshot
+from tarn.controller.snapshot import Snapshot
 from tarn.ranger.authorizer import Authorizer
 
 INSTANCE_LABELS = ["instance", "container", "host"]

@@ -1,15 +1,19 @@
 """The published snapshot and what is fed from it: the counters (/metrics) and the timeline
-(the dashboard's charts). The loop's thread publishes; the API's threads read and wait."""
+(the dashboard's charts). The loop's thread publishes; the API's threads read and wait, through
+the ``Controller`` protocol: all they may see of the controller."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from tarn.activator.demand import Report
 from tarn.controller.signals import ModelTotals
 from tarn.controller.snapshot import Snapshot
 from tarn.controller.timeline import Timeline
+from tarn.stdlib.config import TarnConfig
 
 
 @dataclass
@@ -65,3 +69,23 @@ class Publication:
     def count_demand_report(self) -> None:
         with self._published:
             self.counters.demand_reports += 1
+
+
+class Controller(Protocol):
+    """What the API threads may read and ask (tarn.controller.loop.ControlLoop is the one)."""
+
+    @property
+    def config(self) -> TarnConfig: ...
+    @property
+    def tick_s(self) -> float: ...
+    @property
+    def snapshot(self) -> Snapshot: ...
+    @property
+    def counters(self) -> Counters: ...
+    @property
+    def timeline(self) -> Timeline: ...
+    def drain(self, instance: str) -> bool: ...
+    def undrain(self, instance: str) -> bool: ...
+    def drained(self, instance: str) -> bool: ...
+    def note_demand(self, report: Report | None) -> None: ...
+    def wait_for(self, done: Callable[[Snapshot], bool], timeout: float) -> bool: ...

@@ -38,7 +38,8 @@ from tarn.activator.demand import Report
 from tarn.controller.dashboard import render_dashboard
 from tarn.controller.dashboard_script import DASHBOARD_JS
 from tarn.controller.metrics import metrics_registry, render
-from tarn.controller.snapshot import Controller, Snapshot
+from tarn.controller.publication import Controller
+from tarn.controller.snapshot import Snapshot
 from tarn.ranger.authorizer import ACCESS_TYPES, Authorizer
 from tarn.stdlib.api_token import Secret
 

@@ -1,26 +1,19 @@
-"""What the controller publishes once a tick, and what its API may ask of it.
+"""What the controller publishes once a tick: one immutable ``Snapshot`` with its instances.
 
-The API threads (server, metrics, dashboard) read only these types: one immutable ``Snapshot``
-per tick, and the ``Controller`` protocol for the few things they may ask (an operator's drain,
-an activator's demand). They never import the loop.
+The API threads (server, metrics, dashboard) read these types, through the ``Controller``
+protocol (tarn.controller.publication); they never import the loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from tarn.controller.decide import Decision
 from tarn.controller.drain import Drain
 from tarn.controller.memory import ScalingEvent
 from tarn.controller.signals import Gpu, Load, ModelDelta, ModelView
-
-if TYPE_CHECKING:
-    from tarn.activator.demand import Report
-    from tarn.controller.publication import Counters
-    from tarn.controller.timeline import Timeline
-    from tarn.stdlib.config import TarnConfig
 
 JSON = dict[str, Any]
 
@@ -101,23 +94,3 @@ class Snapshot:
 
     def serving(self) -> list[InstanceView]:
         return [i for i in self.instances if i.registered]
-
-
-class Controller(Protocol):
-    """What the API threads may read and ask (tarn.controller.loop.ControlLoop is the one)."""
-
-    @property
-    def config(self) -> TarnConfig: ...
-    @property
-    def tick_s(self) -> float: ...
-    @property
-    def snapshot(self) -> Snapshot: ...
-    @property
-    def counters(self) -> Counters: ...
-    @property
-    def timeline(self) -> Timeline: ...
-    def drain(self, instance: str) -> bool: ...
-    def undrain(self, instance: str) -> bool: ...
-    def drained(self, instance: str) -> bool: ...
-    def note_demand(self, report: Report | None) -> None: ...
-    def wait_for(self, done: Callable[[Snapshot], bool], timeout: float) -> bool: ...
