@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.catalogue import BENCHES, LAB_JOB, Bench
+from bench.result import read
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "bench"
@@ -133,11 +134,9 @@ def execute(bench: Bench, quick: bool, out: Path, timeout: float = TIMEOUT_S) ->
 
 
 def destroyed_demo(out: Path, name: str) -> bool:
-    """Whether the bench destroyed tarn-demo to make room (its JSON says so)."""
-    try:
-        return bool(json.loads((out / f"{name}.json").read_text()).get("destroyed_demo"))
-    except (OSError, ValueError):
-        return False
+    """Whether the bench destroyed tarn-demo to make room (its result says so)."""
+    result = read(out / f"{name}.json")
+    return bool(result and result.destroyed_demo)
 
 
 class Runner:

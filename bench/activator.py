@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import json
 import os
 import resource
 import socket
@@ -35,6 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from tarn import payload
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.result import Figure, Result
 
 
 def free_port() -> int:
@@ -234,7 +236,7 @@ def entry_latency(zipapp: Path, requests: int) -> dict[str, Any]:
     return found | {"through_activator": carried}
 
 
-def figures(held: dict[str, Any], entry: dict[str, Any]) -> list[dict[str, Any]]:
+def figures(held: dict[str, Any], entry: dict[str, Any]) -> list[Figure]:
     """The entry's p50 with the activator as backup against without; the excess refused at once."""
     return [
         {"name": "entry p50 with the activator as backup", "value": entry["with"]["p50_us"], "unit": "us",
@@ -267,14 +269,9 @@ def main() -> None:
         held = overload(zipapp, args.held)
         entry = entry_latency(zipapp, args.requests)
     if args.json:
-        document = {
-            "bench": "activator",
-            "parameters": {"held": args.held, "requests": args.requests},
-            "overload": held,
-            "entry": entry,
-            "figures": figures(held, entry),
-        }
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
+        parameters = {"held": args.held, "requests": args.requests}
+        samples = {"overload": held, "entry": entry}
+        Result("activator", figures(held, entry), parameters, samples).write(args.json)
 
 
 if __name__ == "__main__":

@@ -14,11 +14,11 @@ tick median and p90, controller CPU per tick and per instance, and max RSS, as a
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import resource
 import socket
 import statistics
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -31,6 +31,9 @@ import requests
 from tarn.controller.loop import ControlLoop
 from tarn.controller.observe import Scraper
 from tarn.stdlib.config import TarnConfig
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.result import Figure, Result
 
 METRICS_TEMPLATE = """\
 # HELP nv_inference_request_success Number of successful inference requests, all batch sizes
@@ -245,13 +248,13 @@ class Point:
         }
 
 
-def figures(points: list[dict[str, Any]], decisions: dict[str, float]) -> list[dict[str, Any]]:
+def figures(points: list[dict[str, Any]], decisions: dict[str, float]) -> list[Figure]:
     """The headline figures: the largest count against the first (the baseline), and the targets,
     which hold for 1,000 instances (fewer: no verdict)."""
     base, top = points[0], points[-1]
     against = f"{base['instances']} instances"
     at = f"at {top['instances']} instances"
-    found = [
+    found: list[Figure] = [
         {"name": f"tick median {at}", "value": top["median_ms"], "unit": "ms", "baseline": base["median_ms"],
          "baseline_name": against, "goal": f"<= {GOAL_TICK_MS} ms", "met": top["median_ms"] <= GOAL_TICK_MS},
         {"name": f"controller CPU per instance {at}", "value": top["cpu_ms_per_instance"], "unit": "ms",
@@ -268,7 +271,7 @@ def figures(points: list[dict[str, Any]], decisions: dict[str, float]) -> list[d
     return found
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--instances", type=int, default=1000)
     parser.add_argument("--ticks", type=int, default=8)
@@ -277,30 +280,39 @@ def main() -> None:
         "--curve", help="instance counts, comma-separated, e.g. 10,100,1000 (the first is the baseline)"
     )
     parser.add_argument("--json", type=Path, help="also write the figures and the tick samples here")
-    args = parser.parse_args()
-    counts = [int(n) for n in args.curve.split(",")] if args.curve else [10, args.instances]
+    return parser.parse_args()
 
-    port = free_port()
+
+def start_simulators(port: int, count: int) -> list[multiprocessing.Process]:
+    """``count`` processes serving every simulated instance on ``port``, each listening on return."""
     ready: Any = multiprocessing.Queue()
     shared = multiprocessing.Array("d", [0.0, 0.0, 0.0, time.monotonic()])
     servers = [
         multiprocessing.Process(target=serve_simulated, args=(port, ready, shared), daemon=True)
-        for unused in range(args.simulators)
+        for unused in range(count)
     ]
     for server in servers:
         server.start()
         ready.get(timeout=30)
-    requests.get(f"http://127.0.0.1:{port}/control/inflight/2", timeout=5)  # load 0.5: no scaling
-    before = rss_mib()
+    return servers
+
+
+def measure_curve(port: int, counts: list[int], ticks: int) -> tuple[list[Point], list[ControlLoop]]:
+    """Each count in turn; its controllers are returned, alive, so the RSS grows as it would."""
     points: list[Point] = []
-    kept: list[ControlLoop] = []  # every controller stays alive, so the RSS grows as it would
+    kept: list[ControlLoop] = []
     for count in counts:
-        times, read, controller = tick_times(port, count, args.ticks)
+        times, read, controller = tick_times(port, count, ticks)
         kept.append(controller)
         points.append(Point(count, times, read, cpu_per_tick[count], rss_mib()))
+    return points, kept
+
+
+def print_ticks(points: list[Point], before: float) -> None:
+    """The largest count's ticks and memory against the first's (the baseline)."""
     baseline, measured = points[0].tick_s, points[-1].tick_s
     largest, after_small, after_large = points[-1].instances, points[0].rss_mib, points[-1].rss_mib
-    first = counts[0]
+    first = points[0].instances
     print(
         f"controller tick, {first} instances (baseline): median {statistics.median(baseline) * 1000:.0f} ms"
     )
@@ -317,35 +329,54 @@ def main() -> None:
         f" {after_large:.0f} MiB with {largest}"
         f" (+{(after_large - after_small) * 1024 / largest:.0f} KiB per instance)"
     )
+
+
+def decision_times(port: int) -> dict[str, float]:
+    """Load step -> scale-up decision with a 2 s tick and a 1 s one, by the tick's seconds."""
     decisions: dict[str, float] = {}
     for tick in (2.0, 1.0):
         decisions[f"{tick:.0f}"] = load_step_to_decision(port, tick)
         print(f"load step -> scale-up decision, tick {tick:.0f} s: {decisions[f'{tick:.0f}']:.1f} s")
+    return decisions
+
+
+def print_cpu_and_reads(points: list[Point]) -> None:
     print(
         "controller CPU per tick (its own process; the simulators share the machine's cores): "
         + ", ".join(f"{n} instances {seconds * 1000:.0f} ms" for n, seconds in cpu_per_tick.items())
     )
     print("instances read per tick: " + "; ".join(f"{p.read} ({p.instances})" for p in points))
+
+
+def print_curve(summaries: list[dict[str, Any]]) -> None:
+    columns = ("median ms", "p90 ms", "CPU ms/tick", "CPU ms/inst", "RSS MiB")
+    print(f"{'instances':>9} " + " ".join(f"{c:>12}" for c in columns))
+    for row in summaries:
+        print(
+            f"{row['instances']:>9} {row['median_ms']:>12.1f} {row['p90_ms']:>12.1f}"
+            f" {row['cpu_ms_per_tick']:>12.1f} {row['cpu_ms_per_instance']:>12.3f}"
+            f" {row['rss_mib']:>12.0f}"
+        )
+
+
+def main() -> None:
+    args = parse_args()
+    counts = [int(n) for n in args.curve.split(",")] if args.curve else [10, args.instances]
+    port = free_port()
+    servers = start_simulators(port, args.simulators)
+    requests.get(f"http://127.0.0.1:{port}/control/inflight/2", timeout=5)  # load 0.5: no scaling
+    before = rss_mib()
+    points, kept = measure_curve(port, counts, args.ticks)
+    print_ticks(points, before)
+    decisions = decision_times(port)
+    print_cpu_and_reads(points)
     summaries = [p.summary() for p in points]
     if args.curve:
-        columns = ("median ms", "p90 ms", "CPU ms/tick", "CPU ms/inst", "RSS MiB")
-        print(f"{'instances':>9} " + " ".join(f"{c:>12}" for c in columns))
-        for row in summaries:
-            print(
-                f"{row['instances']:>9} {row['median_ms']:>12.1f} {row['p90_ms']:>12.1f}"
-                f" {row['cpu_ms_per_tick']:>12.1f} {row['cpu_ms_per_instance']:>12.3f}"
-                f" {row['rss_mib']:>12.0f}"
-            )
+        print_curve(summaries)
     if args.json:
-        document = {
-            "bench": "controller_scale",
-            "parameters": {"ticks": args.ticks, "simulators": args.simulators, "counts": counts},
-            "rss_start_mib": before,
-            "curve": summaries,
-            "load_step_to_decision_s": decisions,
-            "figures": figures(summaries, decisions),
-        }
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
+        parameters = {"ticks": args.ticks, "simulators": args.simulators, "counts": counts}
+        samples = {"rss_start_mib": before, "curve": summaries, "load_step_to_decision_s": decisions}
+        Result("controller_scale", figures(summaries, decisions), parameters, samples).write(args.json)
     del kept
     for server in servers:
         server.terminate()

@@ -27,12 +27,14 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import requests
 import urllib3
 from kazoo.client import KazooClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.result import Figure, Result
 
 MASTER = os.environ.get("TARN_LAB_MASTER", "master")
 SERVICE = "tarn-demo"
@@ -315,11 +317,11 @@ def print_goals(runs: list[Run]) -> None:
         print("WARNING: some runs had errors (see the table): their numbers are not valid")
 
 
-def figures(runs: list[Run]) -> list[dict[str, Any]]:
+def figures(runs: list[Run]) -> list[Figure]:
     """The headline figures, each against its baseline in the same run: HAProxy against direct,
     Knox against HAProxy (with issue 13's goals)."""
     by = {(r.entry, r.connections): r.wrk for r in runs}
-    found: list[dict[str, Any]] = []
+    found: list[Figure] = []
     for c in sorted({r.connections for r in runs}):
         direct, haproxy, knox = by.get(("direct", c)), by.get(("haproxy", c)), by.get(("knox", c))
         if direct and haproxy:
@@ -355,7 +357,7 @@ def knox_rss_mib(pids: dict[str, list[int]]) -> str:
     return f"{int(kib[1]) / 1024:.0f} MiB" if kib else "n/a"
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -372,14 +374,13 @@ def main() -> None:
     parser.add_argument("--zk", default=f"{MASTER}:2181", help="ZooKeeper, to find an instance")
     parser.add_argument("--direct", help="an instance's base URL (default: the first in ZooKeeper)")
     parser.add_argument("--json", type=Path, help="also write the runs and the headline figures here")
-    args = parser.parse_args()
-    concurrencies = [int(c) for c in args.connections.split(",")]
-    if not shutil.which("wrk"):
-        sys.exit("wrk is not installed: apt-get install wrk (lab/preflight.sh lists it)")
-    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # Knox's self-signed cert
+    return parser.parse_args()
 
+
+def checked_entries(direct: str | None, zk: str) -> list[Entry]:
+    """Direct (the baseline), HAProxy and Knox, each on the lab and answering add_one correctly."""
     entries = [
-        Entry("direct", args.direct or direct_instance(args.zk)),
+        Entry("direct", direct or direct_instance(zk)),
         Entry("haproxy", HAPROXY),
         Entry("knox", KNOX, KNOX_USER),
     ]
@@ -387,17 +388,21 @@ def main() -> None:
         lab_only(entry.url)
         check(entry)
         print(f"{entry.name}: {entry.url} answers add_one correctly")
+    return entries
+
+
+def visible_edge_pids() -> dict[str, list[int]]:
     try:
-        pids = edge_pids()
+        return edge_pids()
     except (OSError, subprocess.CalledProcessError) as error:
         print(f"the edge's processes are not visible here ({error}): no CPU figures for them")
-        pids = {}
-    cores = os.cpu_count() or 1
-    print(
-        f"wrk, {args.seconds:g} s per run, connections {concurrencies}, the median of {args.rounds} rounds"
-        f" (the entries in turn); this machine: {cores} cores\n"
-    )
+        return {}
 
+
+def every_run(
+    args: argparse.Namespace, entries: list[Entry], concurrencies: list[int], pids: dict[str, list[int]]
+) -> list[Run]:
+    """Each entry warmed up, then every round of every concurrency and entry."""
     every: list[Run] = []
     with tempfile.TemporaryDirectory() as scratch:
         scripts = {}
@@ -412,33 +417,54 @@ def main() -> None:
         for _round in range(args.rounds):
             for c in concurrencies:
                 every += [measured(entry, c, args.seconds, scripts[entry.name], pids) for entry in entries]
+    return every
+
+
+def result(
+    args: argparse.Namespace, entries: list[Entry], concurrencies: list[int], cores: int,
+    runs: list[Run], every: list[Run], knox_rss: str,
+) -> Result:  # fmt: skip
+    parameters = {
+        "seconds": args.seconds,
+        "warmup": args.warmup,
+        "connections": concurrencies,
+        "rounds": args.rounds,
+    }
+    # "runs" is what --json wrote before (one object per entry and concurrency)
+    samples = {
+        "entries": {e.name: e.url for e in entries},
+        "cores": cores,
+        "runs": [asdict(r) | {"errors": r.wrk.errors} for r in runs],  # the medians
+        "every_run": [asdict(r) | {"errors": r.wrk.errors} for r in every],
+        "knox_rss": knox_rss,
+    }
+    return Result("entry_overhead", figures(runs), parameters, samples)
+
+
+def main() -> None:
+    args = parse_args()
+    concurrencies = [int(c) for c in args.connections.split(",")]
+    if not shutil.which("wrk"):
+        sys.exit("wrk is not installed: apt-get install wrk (lab/preflight.sh lists it)")
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # Knox's self-signed cert
+    entries = checked_entries(args.direct, args.zk)
+    pids = visible_edge_pids()
+    cores = os.cpu_count() or 1
+    print(
+        f"wrk, {args.seconds:g} s per run, connections {concurrencies}, the median of {args.rounds} rounds"
+        f" (the entries in turn); this machine: {cores} cores\n"
+    )
+    every = every_run(args, entries, concurrencies, pids)
     runs = [
         median_run([r for r in every if r.entry == entry.name and r.connections == c])
         for entry in entries
         for c in concurrencies
     ]
-
     print_table(runs, cores)
     print_goals(runs)
     print(f"Knox JVM resident memory after the runs: {knox_rss_mib(pids)}")
     if args.json:
-        # "runs" is what --json wrote before (one object per entry and concurrency)
-        document = {
-            "bench": "entry_overhead",
-            "parameters": {
-                "seconds": args.seconds,
-                "warmup": args.warmup,
-                "connections": concurrencies,
-                "rounds": args.rounds,
-            },
-            "entries": {e.name: e.url for e in entries},
-            "cores": cores,
-            "runs": [asdict(r) | {"errors": r.wrk.errors} for r in runs],  # the medians
-            "every_run": [asdict(r) | {"errors": r.wrk.errors} for r in every],
-            "knox_rss": knox_rss_mib(pids),
-            "figures": figures(runs),
-        }
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
+        result(args, entries, concurrencies, cores, runs, every, knox_rss_mib(pids)).write(args.json)
     if any(r.wrk.errors for r in every):
         sys.exit(1)
 

@@ -17,6 +17,7 @@ import argparse
 import json
 import statistics
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -28,6 +29,9 @@ from kazoo.client import KazooClient
 
 from tarn.haproxy.plan import AdminState
 from tarn.haproxy.runtime import parse_servers_state
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.result import Figure, Result
 
 HAPROXY = "127.0.0.1:18000"
 DIRECT = "worker1:8000"
@@ -126,7 +130,7 @@ def throughput(result: Hammered) -> dict[str, Any]:
 
 def figures(
     direct: Hammered, balanced: Hammered, added: list[float], removed: list[float], reads: list[float]
-) -> list[dict[str, Any]]:
+) -> list[Figure]:
     """HAProxy against direct; each propagation time against one read of the backend (its resolution)."""
     read_ms = statistics.median(reads) * 1000
     return [
@@ -142,18 +146,12 @@ def figures(
     ]  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=15)
-    parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--json", type=Path, help="also write the figures and every sample here")
-    args = parser.parse_args()
-
+def compare_throughput(seconds: float, threads: int) -> dict[str, Hammered]:
+    """Direct (the baseline) and through HAProxy, each warmed up first; printed with their ratio."""
     results = {}
     for name, url in ((DIRECT_NAME, DIRECT), (HAPROXY_NAME, HAPROXY)):
-        hammer(url, 2, args.threads)  # warm-up: connections, Python backend stubs
-        results[name] = hammer(url, args.seconds, args.threads)
+        hammer(url, 2, threads)  # warm-up: connections, Python backend stubs
+        results[name] = hammer(url, seconds, threads)
     for name, (rps, latencies, failed) in results.items():
         print(
             f"{name}: {rps:.0f} requests/s, p50 {percentile(latencies, 0.5):.1f} ms,"
@@ -163,12 +161,17 @@ def main() -> None:
     print(
         f"ratio HAProxy/direct: {balanced[0] / direct[0]:.2f}x requests/s,"
         f" {percentile(balanced[1], 0.5) / percentile(direct[1], 0.5):.2f}x p50 latency"
-        f" ({args.threads} closed-loop clients on this 2-core machine, which also runs the lab)"
+        f" ({threads} closed-loop clients on this 2-core machine, which also runs the lab)"
     )
+    return results
+
+
+def measure_propagation(rounds: int) -> tuple[list[float], list[float], list[float]]:
+    """propagation() against the lab's ZooKeeper, printed."""
     zk = KazooClient(hosts="master:2181")
     zk.start(timeout=15)
     try:
-        added, removed, reads = propagation(zk, args.rounds)
+        added, removed, reads = propagation(zk, rounds)
     finally:
         zk.stop()
     print(
@@ -176,18 +179,29 @@ def main() -> None:
         f" (max {max(added) * 1000:.0f}), removed median {statistics.median(removed) * 1000:.0f} ms"
         f" (max {max(removed) * 1000:.0f}); each includes one `podman exec` to read the backend"
     )
+    return added, removed, reads
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="also write the figures and every sample here")
+    args = parser.parse_args()
+    results = compare_throughput(args.seconds, args.threads)
+    added, removed, reads = measure_propagation(args.rounds)
     if args.json:
-        document = {
-            "bench": "haproxy_throughput",
-            "parameters": {"seconds": args.seconds, "threads": args.threads, "rounds": args.rounds},
+        parameters = {"seconds": args.seconds, "threads": args.threads, "rounds": args.rounds}
+        samples = {
             "throughput": {
                 key: throughput(results[name])
                 for key, name in (("direct", DIRECT_NAME), ("haproxy", HAPROXY_NAME))
             },
             "propagation": {"added_s": added, "removed_s": removed, "backend_read_s": reads},
-            "figures": figures(results[DIRECT_NAME], results[HAPROXY_NAME], added, removed, reads),
         }
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
+        found = figures(results[DIRECT_NAME], results[HAPROXY_NAME], added, removed, reads)
+        Result("haproxy_throughput", found, parameters, samples).write(args.json)
 
 
 if __name__ == "__main__":

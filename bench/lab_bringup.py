@@ -15,10 +15,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.errors import ClusterError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.result import Figure, Result
 
 ROOT = Path(__file__).resolve().parents[1]
 NODES = ["tarn-lab-master", "tarn-lab-worker1", "tarn-lab-worker2", "tarn-lab-edge"]
@@ -73,7 +75,7 @@ def lab_memory_mib() -> float:
     return total
 
 
-def figures(cold: float, warm: float, rerun: float) -> list[dict[str, Any]]:
+def figures(cold: float, warm: float, rerun: float) -> list[Figure]:
     return [
         {"name": "warm bring-up", "value": warm, "unit": "s", "baseline": cold,
          "baseline_name": "cold bring-up"},
@@ -100,16 +102,14 @@ def main() -> None:
     print(f"{'lab memory (4 nodes)':<28} {memory:7.0f} MiB")
     print(f"warm / cold = {warm / cold:.2f}, re-run / cold = {rerun / cold:.2f}")
     if args.json:
-        document = {
-            "bench": "lab_bringup",
+        samples = {
             "cold_s": cold,
             "warm_s": warm,
             "rerun_s": rerun,
             "rerun_changed": changed(recap),
             "lab_memory_mib": memory,
-            "figures": figures(cold, warm, rerun),
         }
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
+        Result("lab_bringup", figures(cold, warm, rerun), samples=samples).write(args.json)
 
 
 if __name__ == "__main__":

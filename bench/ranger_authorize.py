@@ -17,6 +17,7 @@ import http.client
 import json
 import random
 import statistics
+import sys
 import time
 from importlib import resources
 from pathlib import Path
@@ -29,6 +30,9 @@ from tarn.ranger.engine import Engine
 from tarn.ranger.state import PolicyState
 from tarn.stdlib.api_token import Secret
 from tarn.stdlib.config import parse_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.result import Figure, Result
 
 # the service type TARN ships (and the role registers), as Ranger Admin serves it to plugins
 SERVICE_DEF: dict[str, Any] = json.loads(
@@ -141,6 +145,18 @@ def report_http(policies: int, requests: int) -> dict[str, float]:
     return {"policies": policies, "p50_ms": p50, "p99_ms": p99, "requests_per_s": rate}
 
 
+def figures(policies: int, baseline: dict[str, float], measured: dict[str, float]) -> list[Figure]:
+    """The engine's p99 and rate with ``policies`` against 10 (the baseline)."""
+    p99 = measured["p99_us"]
+    return [
+        {"name": f"engine p99, {policies} policies", "value": p99, "unit": "us",
+         "baseline": baseline["p99_us"], "baseline_name": "10 policies", "goal": f"<= {GOAL_P99_US} us",
+         "met": p99 <= GOAL_P99_US},
+        {"name": f"engine decisions/s, {policies} policies", "value": measured["decisions_per_s"],
+         "unit": "/s", "baseline": baseline["decisions_per_s"], "baseline_name": "10 policies"},
+    ]  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0] if __doc__ else None)
     parser.add_argument("--policies", type=int, default=1000)
@@ -154,22 +170,10 @@ def main() -> int:
     print(f"target: p99 <= 1 ms with {args.policies} policies: {verdict} ({p99 / 1000:.3f} ms)")
     http = report_http(args.policies, min(args.requests, 5000))
     if args.json:
-        name = f"engine p99, {args.policies} policies"
-        figures = [
-            {"name": name, "value": p99, "unit": "us", "baseline": baseline["p99_us"],
-             "baseline_name": "10 policies", "goal": f"<= {GOAL_P99_US} us", "met": p99 <= GOAL_P99_US},
-            {"name": f"engine decisions/s, {args.policies} policies", "value": measured["decisions_per_s"],
-             "unit": "/s", "baseline": baseline["decisions_per_s"], "baseline_name": "10 policies"},
-        ]  # fmt: skip
-        document = {
-            "bench": "ranger_authorize",
-            "parameters": {"policies": args.policies, "requests": args.requests},
-            "baseline": baseline,
-            "measured": measured,
-            "http": http,
-            "figures": figures,
-        }
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
+        parameters = {"policies": args.policies, "requests": args.requests}
+        samples = {"baseline": baseline, "measured": measured, "http": http}
+        found = figures(args.policies, baseline, measured)
+        Result("ranger_authorize", found, parameters, samples).write(args.json)
     return 0
 
 

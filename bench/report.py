@@ -2,9 +2,9 @@
 (python -m bench runs them; runs.json says how each run went). Any subset may be present: a bench
 without its document shows as not run, with the reason when the runner gave one.
 
-Every document has "bench" (its kind) and "figures": each {"name", "value", "unit"} with, where
-the bench has them, "baseline" and "baseline_name" (from the same run), "goal" and "met". The
-summary table lists them all; the plots read each kind's own samples.
+Each document is a bench.result.Result: its kind, parameters, figures and samples. The summary
+table lists every figure beside its baseline from the same run; the plots and tables read each
+kind's own samples.
 
     python -m bench.report [build/bench]
 """
@@ -25,26 +25,23 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from bench.catalogue import BENCHES, Bench
+from bench.result import Figure as BenchFigure  # beside matplotlib's Figure
+from bench.result import Result, read
 
-Document = dict[str, Any]
+Samples = dict[str, Any]  # a result's samples: what its kind's plot or table reads
 NOT_RUN = "not run"
 
 
 # ---- reading
 
 
-def load_documents(folder: Path) -> dict[str, Document]:
-    """build/bench/<name>.json by name; one that does not parse is left out (its run failed)."""
-    found: dict[str, Document] = {}
+def load_documents(folder: Path) -> dict[str, Result]:
+    """build/bench/<name>.json by name; one that is not a result is left out (its run failed)."""
+    found: dict[str, Result] = {}
     for path in sorted(folder.glob("*.json")):
-        if path.stem == "runs":
-            continue
-        try:
-            document = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(document, dict) and "bench" in document:
-            found[path.stem] = document
+        result = None if path.stem == "runs" else read(path)
+        if result is not None:
+            found[path.stem] = result
     return found
 
 
@@ -102,18 +99,18 @@ class Row:
         return (self.bench, self.figure, self.value, self.baseline, self.ratio, self.goal, self.verdict)
 
 
-def figure_row(bench: str, figure: dict[str, Any]) -> Row:
-    unit = str(figure.get("unit") or "")
+def figure_row(bench: str, figure: BenchFigure) -> Row:
+    unit = figure["unit"]
     baseline = figure.get("baseline")
     shown_baseline = ""
     if baseline is not None:
         shown_baseline = f"{with_unit(baseline, unit)} ({figure.get('baseline_name') or 'baseline'})"
     return Row(
         bench,
-        str(figure["name"]),
-        with_unit(figure.get("value"), unit),
+        figure["name"],
+        with_unit(figure["value"], unit),
         shown_baseline,
-        ratio(figure.get("value"), baseline),
+        ratio(figure["value"], baseline),
         str(figure.get("goal") or ""),
         verdict(figure.get("met")),
     )
@@ -128,7 +125,7 @@ def why_not(name: str, runs: dict[str, dict[str, Any]]) -> str:
     return f"{NOT_RUN}: {run['status']}: {run['reason']}" if run.get("reason") else NOT_RUN
 
 
-def rows(documents: dict[str, Document], runs: dict[str, dict[str, Any]]) -> list[Row]:
+def rows(documents: dict[str, Result], runs: dict[str, dict[str, Any]]) -> list[Row]:
     """Every figure of every bench in the catalogue's order; one line for a bench without figures."""
     found: list[Row] = []
     for bench in BENCHES:
@@ -137,7 +134,7 @@ def rows(documents: dict[str, Document], runs: dict[str, dict[str, Any]]) -> lis
             found.append(Row(bench.name, why_not(bench.name, runs), "", "", "", "", ""))
             continue
         failed = runs.get(bench.name, {}).get("status") == "failed"
-        figures = [figure_row(bench.name, f) for f in document.get("figures", [])]
+        figures = [figure_row(bench.name, f) for f in document.figures]
         if failed:  # its figures stand, but the run did not finish cleanly
             figures = [
                 Row(bench.name, f"run failed: {runs[bench.name]['reason']}", "", "", "", "", "FAIL"),
@@ -183,8 +180,8 @@ def bars(ax: Axes, groups: list[str], series: dict[str, list[float]], ylabel: st
         ax.legend(fontsize=8)
 
 
-def plot_entry_overhead(document: Document, path: Path) -> None:
-    runs = document["runs"]
+def plot_entry_overhead(samples: Samples, path: Path) -> None:
+    runs = samples["runs"]
     concurrencies = sorted({r["connections"] for r in runs})
     entries = list(dict.fromkeys(r["entry"] for r in runs))
     by = {(r["entry"], r["connections"]): r["wrk"] for r in runs}
@@ -208,8 +205,8 @@ def cdf(ax: Axes, samples: list[float], label: str) -> None:
     ax.step([ordered[0], *ordered], fractions, where="post", label=f"{label} (n={len(ordered)})")
 
 
-def plot_haproxy_throughput(document: Document, path: Path) -> None:
-    propagation = document["propagation"]
+def plot_haproxy_throughput(samples: Samples, path: Path) -> None:
+    propagation = samples["propagation"]
     figure = Figure(figsize=(11, 4))
     left, right = figure.subplots(1, 2, width_ratios=(2, 1))
     cdf(left, [s * 1000 for s in propagation["added_s"]], "znode added -> in backend")
@@ -224,20 +221,20 @@ def plot_haproxy_throughput(document: Document, path: Path) -> None:
     left.set_ylim(0, 1.05)
     left.set_title("ZooKeeper -> HAProxy backend (CDF)")
     left.legend(fontsize=8)
-    throughput = document["throughput"]
+    throughput = samples["throughput"]
     names = list(throughput)
     bars(right, names, {"requests/s": [throughput[n]["requests_per_s"] for n in names]}, "requests/s")
     right.set_title("add_one, closed-loop clients")
     save(figure, path)
 
 
-def plot_scale_timeline(document: Document, path: Path) -> None:
-    events: dict[str, float | None] = document["events"]
-    baseline = document["baseline"]
+def plot_scale_timeline(samples: Samples, path: Path) -> None:
+    events: dict[str, float | None] = samples["events"]
+    baseline = samples["baseline"]
     names = list(events)
     figure = Figure(figsize=(11, 4.5))
     ax = figure.subplots()
-    rate = document.get("load", {}).get("answers_per_s") or []
+    rate = samples.get("load", {}).get("answers_per_s") or []
     if rate:
         twin = ax.twinx()
         twin.step(range(len(rate)), rate, where="post", color="lightgrey")
@@ -261,8 +258,8 @@ def plot_scale_timeline(document: Document, path: Path) -> None:
     save(figure, path)
 
 
-def plot_staging(document: Document, path: Path) -> None:
-    repositories = document["repositories"]
+def plot_staging(samples: Samples, path: Path) -> None:
+    repositories = samples["repositories"]
     names = list(repositories)
     figure = Figure(figsize=(7, 4))
     ax = figure.subplots()
@@ -274,27 +271,27 @@ def plot_staging(document: Document, path: Path) -> None:
         f"{n}\n{repositories[n]['files']} files, {repositories[n]['bytes'] / 1e6:.0f} MB" for n in names
     ]
     bars(ax, groups, series, "MB/s")
-    ax.set_title(f"staging vs sequential read ({document.get('mode', '')})")
+    ax.set_title(f"staging vs sequential read ({samples.get('mode', '')})")
     save(figure, path)
 
 
-def plot_submit(document: Document, path: Path) -> None:
+def plot_submit(samples: Samples, path: Path) -> None:
     labels = ["cold", "warm"]
-    submit = [document[k]["submit_s"] for k in labels]
-    rest = [document[k]["first_inference_s"] - document[k]["submit_s"] for k in labels]
+    submit = [samples[k]["submit_s"] for k in labels]
+    rest = [samples[k]["first_inference_s"] - samples[k]["submit_s"] for k in labels]
     figure = Figure(figsize=(6, 4))
     ax = figure.subplots()
     ax.bar(labels, submit, label="tarn submit")
     drawn = ax.bar(labels, rest, bottom=submit, label="-> first inference")
-    ax.bar_label(drawn, labels=[f"{document[k]['first_inference_s']:.1f} s" for k in labels])
+    ax.bar_label(drawn, labels=[f"{samples[k]['first_inference_s']:.1f} s" for k in labels])
     ax.set_ylabel("seconds")
     ax.set_title("submit -> first inference (baseline: cold)")
     ax.legend(fontsize=8)
     save(figure, path)
 
 
-def plot_controller_scale(document: Document, path: Path) -> None:
-    curve = document["curve"]
+def plot_controller_scale(samples: Samples, path: Path) -> None:
+    curve = samples["curve"]
     counts = [p["instances"] for p in curve]
     figure = Figure(figsize=(11, 4))
     left, right = figure.subplots(1, 2)
@@ -326,17 +323,17 @@ def plot_controller_scale(document: Document, path: Path) -> None:
     save(figure, path)
 
 
-def plot_lab_bringup(document: Document, path: Path) -> None:
+def plot_lab_bringup(samples: Samples, path: Path) -> None:
     labels = ["cold (baseline)", "warm", "re-run of site.yml"]
-    values = [document["cold_s"], document["warm_s"], document["rerun_s"]]
+    values = [samples["cold_s"], samples["warm_s"], samples["rerun_s"]]
     figure = Figure(figsize=(6, 4))
     ax = figure.subplots()
     bars(ax, labels, {"seconds": values}, "seconds")
-    ax.set_title(f"lab bring-up (the lab holds {document['lab_memory_mib']:.0f} MiB)")
+    ax.set_title(f"lab bring-up (the lab holds {samples['lab_memory_mib']:.0f} MiB)")
     save(figure, path)
 
 
-PLOTS: dict[str, Callable[[Document, Path], None]] = {
+PLOTS: dict[str, Callable[[Samples, Path], None]] = {
     "entry_overhead": plot_entry_overhead,
     "haproxy_throughput": plot_haproxy_throughput,
     "scale_timeline": plot_scale_timeline,
@@ -350,13 +347,13 @@ PLOTS: dict[str, Callable[[Document, Path], None]] = {
 # ---- small tables instead of plots
 
 
-def ranger_table(document: Document) -> str:
+def ranger_table(samples: Samples) -> str:
     body = [
-        (label, number(document[key]["policies"]), number(document[key]["p50_us"]),
-         number(document[key]["p99_us"]), number(document[key]["decisions_per_s"]))
+        (label, number(samples[key]["policies"]), number(samples[key]["p50_us"]),
+         number(samples[key]["p99_us"]), number(samples[key]["decisions_per_s"]))
         for label, key in (("engine, baseline", "baseline"), ("engine", "measured"))
     ]  # fmt: skip
-    http = document["http"]
+    http = samples["http"]
     body.append(
         ("controller's GET /authorize", number(http["policies"]), number(http["p50_ms"] * 1000),
          number(http["p99_ms"] * 1000), number(http["requests_per_s"]))
@@ -364,8 +361,8 @@ def ranger_table(document: Document) -> str:
     return markdown_table(("path", "policies", "p50 (µs)", "p99 (µs)", "per second"), body)
 
 
-def activator_table(document: Document) -> str:
-    held, entry = document["overload"], document["entry"]
+def activator_table(samples: Samples) -> str:
+    held, entry = samples["overload"], samples["entry"]
     rss = " / ".join(
         number(held[k] / 1024) for k in ("rss_idle_kib", "rss_holding_kib", "rss_after_excess_kib")
     )
@@ -384,7 +381,7 @@ def activator_table(document: Document) -> str:
     return markdown_table(("figure", "value"), body)
 
 
-TABLES: dict[str, Callable[[Document], str]] = {
+TABLES: dict[str, Callable[[Samples], str]] = {
     "ranger_authorize": ranger_table,
     "activator": activator_table,
 }
@@ -393,7 +390,7 @@ TABLES: dict[str, Callable[[Document], str]] = {
 # ---- the report
 
 
-def section(bench: Bench, document: Document | None, run: dict[str, Any] | None, folder: Path) -> str:
+def section(bench: Bench, document: Result | None, run: dict[str, Any] | None, folder: Path) -> str:
     lines = [f"## {bench.title}", ""]
     if run is not None and run["status"] != "ok":
         lines += [f"**{run['status']}**: {run['reason']}", ""]
@@ -402,18 +399,18 @@ def section(bench: Bench, document: Document | None, run: dict[str, Any] | None,
     measured = time.strftime(
         "%Y-%m-%d %H:%M", time.localtime((folder / f"{bench.name}.json").stat().st_mtime)
     )
-    lines += [f"Measured {measured}; parameters: `{json.dumps(document.get('parameters', {}))}`.", ""]
-    kind = document["bench"]
+    lines += [f"Measured {measured}; parameters: `{json.dumps(document.parameters)}`.", ""]
+    kind = document.bench
     if kind in PLOTS:
         image = folder / f"{bench.name}.png"
         try:
-            PLOTS[kind](document, image)
+            PLOTS[kind](document.samples, image)
             lines += [f"![{bench.title}]({image.name})", ""]
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as error:  # a document short of samples
             lines += [f"No plot: {error.__class__.__name__}: {error}", ""]
     if kind in TABLES:
-        lines += [TABLES[kind](document), ""]
-    body = [figure_row(bench.name, f).cells()[1:] for f in document.get("figures", [])]
+        lines += [TABLES[kind](document.samples), ""]
+    body = [figure_row(bench.name, f).cells()[1:] for f in document.figures]
     if body:
         lines += [markdown_table(SUMMARY_HEADER[1:], body), ""]
     log = folder / f"{bench.name}.log"

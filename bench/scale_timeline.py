@@ -29,7 +29,6 @@ service may not fit, so tarn-demo is destroyed first when the free capacity is s
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import secrets
 import statistics
@@ -47,6 +46,9 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
 from tarn.errors import TarnError
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.result import Figure, Result
 
 if TYPE_CHECKING:
     from tests.e2e.load import Discovery, Load
@@ -261,7 +263,7 @@ def gap(events: dict[str, float | None], later: str, earlier: str) -> float | No
     return None if end is None or start is None else end - start
 
 
-def figures(events: dict[str, float | None], baseline: dict[str, float]) -> list[dict[str, Any]]:
+def figures(events: dict[str, float | None], baseline: dict[str, float]) -> list[Figure]:
     """Each step of the scale-up beside what the same run's first instance took for the same path."""
     ready_to_znode = gap(events, "znode", "ready")
     return [
@@ -339,7 +341,7 @@ def submit(token: str, zk_hosts: str) -> None:
         sys.exit(f"tarn submit {SERVICE}: {done.stderr.strip()}")
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -354,11 +356,15 @@ def main() -> None:
         "--keep-demo", action="store_true", help=f"never destroy {DEMO}; fail if short of room"
     )
     parser.add_argument("--json", type=Path, help="also write the timeline and its baselines here")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def measure(
+    args: argparse.Namespace, rm: ResourceManager, hdfs: WebHdfsClient, destroyed_demo: bool
+) -> tuple[dict[str, float], float, Watch, dict[str, Any]]:
+    """The service submitted, its first instance's cold start (the baseline), then the load step:
+    the baseline, t0, the watch and the load; the service and its models gone again in any case."""
     zk_hosts = f"{MASTER}:2181"
-    rm = ResourceManager([f"http://{MASTER}:8088"], user=USER)
-    hdfs = WebHdfsClient(f"http://{MASTER}:9870", SimpleAuth(USER))
-    destroyed_demo = make_room(rm, args.keep_demo)
     token = secrets.token_urlsafe(16)
     tarn("destroy", "--service-name", SERVICE, "--user", USER, *CLUSTER)  # a leftover of an interrupted run
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
@@ -382,23 +388,30 @@ def main() -> None:
         hdfs.delete(MODELS_ON_HDFS, recursive=True)
         if destroyed_demo:
             print(f"{DEMO} was destroyed to make room: `make lab-job` brings it back")
+    return baseline, t0, watch, load
+
+
+def main() -> None:
+    args = parse_args()
+    rm = ResourceManager([f"http://{MASTER}:8088"], user=USER)
+    hdfs = WebHdfsClient(f"http://{MASTER}:9870", SimpleAuth(USER))
+    destroyed_demo = make_room(rm, args.keep_demo)
+    baseline, t0, watch, load = measure(args, rm, hdfs, destroyed_demo)
     events = relative(watch.stamps, t0)
     print_timeline(events, watch.reason, baseline)
     print(f"load: {args.threads} clients, {load['ok']} answered, {load['failed']} failed")
     if args.json:
-        document = {
-            "bench": "scale_timeline",
-            "parameters": {"threads": args.threads, "settle_s": args.settle, "tick_s": TICK_S},
-            "destroyed_demo": destroyed_demo,
+        parameters = {"threads": args.threads, "settle_s": args.settle, "tick_s": TICK_S}
+        samples = {
             "t0": t0,
             "events": events,
             "decision_reason": watch.reason,
             "new_instance": watch.address,
             "baseline": baseline,
             "load": load,
-            "figures": figures(events, baseline),
         }
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
+        found = figures(events, baseline)
+        Result("scale_timeline", found, parameters, samples, destroyed_demo=destroyed_demo).write(args.json)
     missing = [name for name, seconds in events.items() if seconds is None]
     if missing:
         sys.exit(f"not seen within {args.timeout:.0f} s: {', '.join(missing)}")

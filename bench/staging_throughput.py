@@ -18,7 +18,6 @@ also writes each repository's figures and every round's times.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import struct
@@ -33,6 +32,9 @@ from typing import TYPE_CHECKING, Any
 from tarn.stdlib.hdfs_checksum import Md5Md5CrcHasher, chunk_crcs
 from tarn.stdlib.launcher.staging import StageReport, Verify, stage_repository
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.result import Figure, Result
 
 if TYPE_CHECKING:
     from tests.support.webhdfs import HdfsFile
@@ -137,9 +139,8 @@ def one_round(args: argparse.Namespace, client: WebHdfsClient, source: str, path
     return Round(sequential_s, sequential_busy, cold, cold_cpu, cold_busy, warm)
 
 
-def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: str) -> dict[str, Any]:
-    """Print one repository's figures; returns them, staged/plain as "ratio", and every round's times."""
-    files, total, _seconds = sequential_read(client, path)  # also a warm-up of both ends
+def scratch_create_us(args: argparse.Namespace) -> float:
+    """create_cost_us() in this run's scratch, printed (with a warning when it is slow)."""
     creating = create_cost_us(fresh_dir(args, "create-cost-"))
     warning = (
         f" (over {SLOW_CREATE_US:.0f}: slow, and staging pays it per file; many files deleted here "
@@ -151,6 +152,13 @@ def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: s
         f"staged under          {args.scratch} ({filesystem(args.scratch)}): "
         f"{creating:.0f} us per file or directory made{warning}"
     )
+    return creating
+
+
+def report(args: argparse.Namespace, client: WebHdfsClient, source: str, path: str) -> dict[str, Any]:
+    """Print one repository's figures; returns them, staged/plain as "ratio", and every round's times."""
+    files, total, _seconds = sequential_read(client, path)  # also a warm-up of both ends
+    creating = scratch_create_us(args)
     rounds = [one_round(args, client, source, path) for _round in range(args.rounds)]
     plain = min(rounds, key=lambda r: r.sequential_s)
     sequential_s = plain.sequential_s
@@ -229,36 +237,26 @@ def lab(args: argparse.Namespace) -> None:
           f"{'met' if min(ratios) >= GOAL_RATIO else 'NOT met'}")  # fmt: skip
     crc = crc_throughput()
     print(f"CRC-32C pure Python   {crc:8.1f} MB/s per core (what --model-verify recompute costs)")
-    write_json(args, "lab", found, GOAL_RATIO, {"crc32c_mbps": crc})
+    write_result(args, "lab", found, GOAL_RATIO, {"crc32c_mbps": crc})
 
 
-def write_json(
+def write_result(
     args: argparse.Namespace, mode: str, found: dict[str, dict[str, Any]], goal: float | None,
     extra: dict[str, Any] | None = None,
 ) -> None:  # fmt: skip
     """With --json: per repository its figures; staged MB/s against the plain read (the baseline)."""
     if not args.json:
         return
-    figures = [
+    figures: list[Figure] = [
         {"name": f"staging MB/s, {name} ({r['files']} files, {r['bytes'] / MB:.0f} MB)",
          "value": r["staged_mbps"], "unit": "MB/s", "baseline": r["sequential_mbps"],
          "baseline_name": "sequential plain read", "goal": None if goal is None else f"ratio >= {goal:g}",
          "met": None if goal is None else r["ratio"] >= goal}
         for name, r in found.items()
     ]  # fmt: skip
-    document = {
-        "bench": "staging_throughput",
-        "mode": mode,
-        "parameters": {
-            "workers": args.workers,
-            "rounds": args.rounds,
-            "scratch": str(args.scratch),
-        },
-        "repositories": found,
-        "figures": figures,
-        **(extra or {}),
-    }
-    args.json.write_text(json.dumps(document, indent=2) + "\n")
+    parameters = {"workers": args.workers, "rounds": args.rounds, "scratch": str(args.scratch)}
+    samples = {"mode": mode, "repositories": found, **(extra or {})}
+    Result("staging_throughput", figures, parameters, samples).write(args.json)
 
 
 # ---- --self-test: a fake WebHDFS in a child process, so it does not share this one's GIL
@@ -310,7 +308,7 @@ def self_test(args: argparse.Namespace) -> None:
             )
         finally:
             server.stdin.close()
-    write_json(args, "self-test", {"fake": found}, None, {"latency_ms": args.latency_ms})
+    write_result(args, "self-test", {"fake": found}, None, {"latency_ms": args.latency_ms})
 
 
 def main() -> None:
@@ -356,7 +354,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     elif args.webhdfs_url and args.path:
         host = args.webhdfs_url.split("://", 1)[-1].split(":")[0].split("/")[0]
         client = WebHdfsClient(args.webhdfs_url, SimpleAuth(args.user))
-        write_json(
+        write_result(
             args, "path", {args.path: report(args, client, f"hdfs://{host}{args.path}", args.path)}, None
         )
     else:

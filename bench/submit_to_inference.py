@@ -10,7 +10,6 @@ Cold is the baseline of warm.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
@@ -23,6 +22,9 @@ import tritonclient.http as httpclient
 from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.result import Figure, Result
 
 ROOT = Path(__file__).resolve().parents[1]
 USER = "tarn"
@@ -93,15 +95,13 @@ def main() -> None:
         tarn("destroy", "--service-name", SERVICE, "--user", USER, *CLUSTER)
         hdfs.delete(MODELS, recursive=True)
     if args.json:
-        figure = {
+        figure: Figure = {
             "name": "submit -> first inference, warm", "value": warm["first_inference_s"], "unit": "s",
             "baseline": cold["first_inference_s"], "baseline_name": "cold",
         }  # fmt: skip
-        document = {
-            "bench": "submit_to_inference", "cold": cold, "warm": warm, "figures": [figure],
-            "destroyed_demo": destroyed_demo,
-        }  # fmt: skip
-        args.json.write_text(json.dumps(document, indent=2) + "\n")
+        result = Result("submit_to_inference", [figure], samples={"cold": cold, "warm": warm},
+                        destroyed_demo=destroyed_demo)  # fmt: skip
+        result.write(args.json)
 
 
 if __name__ == "__main__":
