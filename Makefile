@@ -17,8 +17,11 @@ export TARN_HADOOP_ARCHIVE := $(BUILD)/hadoop/hadoop-$(HADOOP_VERSION).tar.gz
 # the lab inventory finds what the host built (the Knox gateway home and plugin, its secrets) here
 export TARN_BUILD := $(BUILD)
 export MOLECULE_NO_LOG := false
+# when this make began: lab/stage.sh prints each stage's time and the total since then
+export TARN_T0 ?= $(shell date +%s)
+STAGE := lab/stage.sh
 
-.PHONY: help deps image dist knox lab lab-nodes lab-site lab-job lab-down test lint sanity unit \
+.PHONY: help deps image dist knox java lab lab-nodes lab-site lab-job lab-down test lint sanity unit \
         integration molecule-production molecule-lab bench generate
 
 help:
@@ -27,7 +30,7 @@ help:
 	@echo "make lab-down remove the lab nodes"
 
 # ---- what a fresh machine needs: Debian packages, the pinned Python tool chain, the collection link
-$(BUILD)/.apt: Makefile lab/preflight.sh
+$(BUILD)/.apt: lab/preflight.sh
 	mkdir -p $(BUILD)
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) >/dev/null
@@ -57,8 +60,18 @@ knox: deps
 	knox/gateway-dist/build.sh $(BUILD)/knox
 	knox/tarn-knox-plugin/build.sh $(BUILD)/knox
 
-# ---- the lab
-lab: lab-site lab-job
+# ---- the lab: one progress line per stage (lab/stage.sh). The node image (debootstrap) builds
+# beside the Java builds; those two share ~/.m2 and run one after the other.
+lab:
+	@$(STAGE) "deps (Debian packages, Python venv)" $(MAKE) --no-print-directory deps
+	@$(STAGE) "node image | Hadoop, Knox" $(MAKE) --no-print-directory -j2 --output-sync=target image java
+	@$(STAGE) "lab nodes" ansible-playbook lab/nodes.yml
+	@$(STAGE) "site.yml" ansible-playbook playbooks/site.yml
+	@$(STAGE) "main job" python lab/main_job.py
+
+java: deps
+	$(MAKE) --no-print-directory -j1 dist
+	$(MAKE) --no-print-directory -j1 knox
 
 lab-nodes: image dist knox
 	ansible-playbook lab/nodes.yml
@@ -72,8 +85,15 @@ lab-job:
 lab-down:
 	ansible-playbook lab/nodes.yml -e tarn_lab_state=absent
 
-# ---- the tests
-test: lint unit integration molecule-production molecule-lab
+# ---- the tests: the fast stages first, so that a lint or unit failure stops CI within minutes
+test:
+	@$(STAGE) "deps" $(MAKE) --no-print-directory deps
+	@$(STAGE) "lint" $(MAKE) --no-print-directory lint
+	@$(STAGE) "unit" $(MAKE) --no-print-directory unit
+	@$(STAGE) "sanity" $(MAKE) --no-print-directory sanity
+	@$(STAGE) "integration" $(MAKE) --no-print-directory integration
+	@$(STAGE) "molecule production" $(MAKE) --no-print-directory molecule-production
+	@$(STAGE) "molecule lab (site.yml, idempotence, e2e)" $(MAKE) --no-print-directory molecule-lab
 
 lint: deps
 	python -m tarn.ansible_options --check
@@ -81,7 +101,6 @@ lint: deps
 	ruff format --check src tests lab bench molecule examples
 	mypy
 	ansible-lint
-	$(MAKE) sanity
 
 # The modules' service options and their doc fragment, from tarn.stdlib.config's declaration.
 generate: deps
