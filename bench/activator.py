@@ -97,6 +97,18 @@ def post(port: int, body: bytes, timeout: float = 60) -> tuple[int, str | None, 
         conn.close()
 
 
+def wait_started(admin: int, timeout_s: float = 20.0) -> None:
+    """Until the activator's admin port answers its metrics."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            metric(admin, "tarn_activator_requests_held")
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "the activator did not start"
+            time.sleep(0.1)
+
+
 def overload(zipapp: Path, held: int) -> dict[str, Any]:
     source = ThreadingHTTPServer(("127.0.0.1", 0), Instances)
     threading.Thread(target=source.serve_forever, daemon=True).start()
@@ -108,14 +120,7 @@ def overload(zipapp: Path, held: int) -> dict[str, Any]:
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                metric(admin, "tarn_activator_requests_held")
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the activator did not start"
-                time.sleep(0.1)
+        wait_started(admin)
         idle = rss_kib(activator.pid)
         body = b'{"inputs":[' + b"1.0," * 1000 + b"1.0]}"  # about 4 KiB
         with ThreadPoolExecutor(held + 64) as pool:
@@ -194,7 +199,7 @@ def entry_latency(zipapp: Path, requests: int) -> dict[str, Any]:
         configs[name] = path
     latencies: dict[str, list[float]] = {"without": [], "with": []}
     try:
-        time.sleep(1.0)
+        wait_started(admin)  # a fixed wait failed on a busy machine
         before = metric(admin, "tarn_activator_requests_total")
         for round_number in range(4):  # alternate, so drift on the machine hits both alike
             for name, path in configs.items():
