@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench
 from bench.result import Figure, Result
 
 if TYPE_CHECKING:
-    from tests.e2e.load import Discovery, Load
+    from tests.support.load import Discovery, Load
 
 T = TypeVar("T")
 
@@ -284,7 +284,7 @@ def figures(events: dict[str, float | None], baseline: dict[str, float]) -> list
 def e2e_load() -> tuple[type[Load], type[Discovery]]:
     """The e2e tests' load generator and client discovery, as a script run does not see them."""
     sys.path.insert(0, str(ROOT))
-    from tests.e2e.load import Discovery, Load
+    from tests.support.load import Discovery, Load
 
     return Load, Discovery
 

@@ -24,9 +24,10 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.errors import ClusterError
 from tarn.service.wait import ready, stable
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support.lab import podman_exec
+from tests.support.load import Load
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for
-from .load import Load
 from .test_haproxy import FRONTEND, ROOT, ZK_PATH, Registered, backend_ready
 from .test_tarn_modules import run_module
 
@@ -53,17 +54,10 @@ class Outcome:
     haproxy_log: tuple[str, ...] = ()  # HAProxy's lines for failed or cut requests meanwhile
 
 
-def node(container: str, *command: str, check: bool = True) -> str:
-    done = subprocess.run(
-        ["podman", "exec", container, *command], capture_output=True, text=True, timeout=120, check=check
-    )
-    return done.stdout
-
-
 def where(pattern: str) -> str:
     """The worker running a process whose command line matches ``pattern``."""
     for worker in WORKERS:
-        if node(worker, "pgrep", "-f", pattern, check=False).strip():
+        if podman_exec(worker, "pgrep", "-f", pattern).stdout.strip():
             return worker
     raise AssertionError(f"no worker runs {pattern!r}")
 
@@ -154,16 +148,15 @@ def under_load(
 def haproxy_errors_since(wall: float) -> tuple[str, ...]:
     """The edge HAProxy's journal since ``wall``: the lab logs only failed or cut requests, each
     with its termination state (haproxy_log_errors_only), and HAProxy's own notices."""
-    journal = node(
+    journal = podman_exec(
         "tarn-lab-edge", "journalctl", "-u", "haproxy", "--no-pager", "-o", "cat", f"--since=@{wall:.0f}",
-        check=False,
-    )  # fmt: skip
+    ).stdout  # fmt: skip
     return tuple(line for line in journal.splitlines() if line.strip())
 
 
 def kill(pattern: str) -> None:
     """kill -9 the processes matching ``pattern`` on the worker that runs them."""
-    node(where(pattern), "pkill", "-KILL", "-f", pattern)
+    podman_exec(where(pattern), "pkill", "-KILL", "-f", pattern, check=True)
 
 
 def kill_one_instance() -> None:
@@ -179,19 +172,19 @@ def kill_application_master() -> None:
 
 
 def restart_zookeeper() -> None:
-    node("tarn-lab-master", "systemctl", "restart", "zookeeper")
+    podman_exec("tarn-lab-master", "systemctl", "restart", "zookeeper", check=True)
 
 
 def restart_resourcemanager() -> None:
-    node("tarn-lab-master", "systemctl", "restart", "hadoop-yarn-resourcemanager")
+    podman_exec("tarn-lab-master", "systemctl", "restart", "hadoop-yarn-resourcemanager", check=True)
 
 
 def reload_haproxy() -> None:
-    node("tarn-lab-edge", "systemctl", "reload", "haproxy")
+    podman_exec("tarn-lab-edge", "systemctl", "reload", "haproxy", check=True)
 
 
 def restart_haproxy() -> None:
-    node("tarn-lab-edge", "systemctl", "restart", "haproxy")
+    podman_exec("tarn-lab-edge", "systemctl", "restart", "haproxy", check=True)
 
 
 def rolling_upgrade(count: int = 2) -> None:
@@ -207,9 +200,9 @@ def rolling_upgrade(count: int = 2) -> None:
 
 def stop_a_nodemanager() -> None:
     worker = where("bin/tritonserver.*--http-port=84")
-    node(worker, "systemctl", "stop", "hadoop-yarn-nodemanager")
+    podman_exec(worker, "systemctl", "stop", "hadoop-yarn-nodemanager", check=True)
     time.sleep(60)
-    node(worker, "systemctl", "start", "hadoop-yarn-nodemanager")
+    podman_exec(worker, "systemctl", "start", "hadoop-yarn-nodemanager", check=True)
 
 
 # (fault, inject, seconds until whole after the fault ended, why a bound is over 5 s, whether

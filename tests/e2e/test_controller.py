@@ -16,6 +16,7 @@ import secrets
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
+from tarn.service import controller_url
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support.lab import podman_exec
+from tests.support.load import Discovery, Load, Tally
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
-from .load import Discovery, Load, Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "build" / "test-artifacts"
@@ -57,20 +60,15 @@ class Service:
     def headers(self) -> dict[str, str]:
         return {"X-TARN-Token": self.token}
 
-    def controller_host(self) -> str | None:
-        service = self.rm.service(SERVICE) or {}
-        for component in service.get("components", []):
-            if component["name"] == "controller":
-                for container in component.get("containers", []):
-                    address = container.get("ip") or container.get("hostname")
-                    return str(address) if address else None
-        return None
+    def controller(self) -> str | None:
+        """The controller's URL, as tarn_info reports it; None before it has a container."""
+        return controller_url(self.rm.service(SERVICE) or {})
 
     def api(self, path: str, **kwargs: Any) -> requests.Response:
-        host = self.controller_host()
-        if host is None:
+        url = self.controller()
+        if url is None:
             raise requests.ConnectionError("no controller container yet")
-        return requests.get(f"http://{host}:{AM_PORT}{path}", timeout=5, **kwargs)
+        return requests.get(f"{url}{path}", timeout=5, **kwargs)
 
     def instances(self) -> dict[str, Any]:
         reply = self.api("/instances", headers=self.headers)
@@ -121,17 +119,6 @@ def _answers(running: Service) -> bool:
         return running.api("/health").status_code == 200
     except requests.RequestException:
         return False
-
-
-def worker_of(host_or_ip: str) -> str:
-    return {"10.89.42.11": "worker1", "10.89.42.12": "worker2"}.get(host_or_ip, host_or_ip)
-
-
-def podman_exec(host: str, *command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["podman", "exec", f"tarn-lab-{worker_of(host)}", *command],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
 
 
 def triton_ready(ip: str, port: int) -> bool:
@@ -208,7 +195,7 @@ def browse(*args: str) -> str:
 
 
 def dashboard_url(service: Service) -> str:
-    return f"http://{service.controller_host()}:{AM_PORT}/dashboard?token={service.token}"
+    return f"{service.controller()}/dashboard?token={service.token}"
 
 
 def test_load_scales_up_to_max_then_idle_scales_down_to_min_without_a_failed_request(
@@ -313,8 +300,9 @@ def test_controller_killed_adopts_instances_without_restarting_them(service: Ser
         for i in listing["instances"]
     }
     old_owners = service.owners()
-    host = service.controller_host()
-    assert host is not None
+    url = service.controller()
+    assert url is not None
+    host = str(urllib.parse.urlsplit(url).hostname)
     killed = podman_exec(host, "pkill", "-KILL", "-f", f"tarn.pyz controller.*--service-name {SERVICE}")
     assert killed.returncode == 0, killed.stderr
     killed_at = time.monotonic()

@@ -23,9 +23,10 @@ from kazoo.client import KazooClient
 from tarn.haproxy.plan import AdminState
 from tarn.haproxy.runtime import parse_servers_state
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support.lab import podman_exec
+from tests.support.load import Load
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
-from .load import Load
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE = "tarn-e2e-lb"
@@ -48,17 +49,11 @@ def tarn(*args: str, token: str | None = None) -> subprocess.CompletedProcess[st
     )
 
 
-def edge(*command: str) -> str:
-    done = subprocess.run(
-        ["podman", "exec", "tarn-lab-edge", *command], capture_output=True, text=True, timeout=60, check=True
-    )
-    return done.stdout
-
-
 def backend_ready() -> set[str]:
     """ip:port of the backend slots HAProxy would send new requests to (admin READY); the
     activator, the backend's backup server, is not a slot."""
-    text = edge("sh", "-c", "echo 'show servers state triton_backend' | socat - /var/run/haproxy.sock")
+    show = "echo 'show servers state triton_backend' | socat - /var/run/haproxy.sock"
+    text = podman_exec("edge", "sh", "-c", show, check=True, timeout=60).stdout
     servers = parse_servers_state(text)
     return {f"{s.addr}:{s.port}" for s in servers if s.admin is AdminState.READY and s.name != ACTIVATOR}
 
@@ -170,11 +165,8 @@ def test_scaling_and_a_killed_instance_fail_no_request(lab_service: tuple[Regist
 
         victim = sorted(three)[-1]
         port = victim.rsplit(":", 1)[1]
-        worker = {"10.89.42.11": "tarn-lab-worker1", "10.89.42.12": "tarn-lab-worker2"}[victim.split(":")[0]]
-        subprocess.run(
-            ["podman", "exec", worker, "pkill", "-KILL", "-f", f"tritonserver.*--http-port={port}"],
-            check=True,
-        )
+        address = victim.split(":")[0]
+        podman_exec(address, "pkill", "-KILL", "-f", f"tritonserver.*--http-port={port}", check=True)
         lags["instance killed"] = lag_after_change(registered, three)
         converged(registered, 3, 300, "the killed instance replaced")
         time.sleep(1)
@@ -192,7 +184,7 @@ def test_backend_restored_after_haproxy_restarts(lab_service: tuple[Registered, 
     registered = lab_service[0]
     wanted = registered.endpoints()
     assert backend_ready() == wanted
-    edge("systemctl", "restart", "haproxy")
+    podman_exec("edge", "systemctl", "restart", "haproxy", check=True, timeout=60)
     restarted = time.monotonic()
 
     def restored() -> bool:

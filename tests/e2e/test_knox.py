@@ -33,13 +33,14 @@ from kazoo.client import KazooClient
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.service.wait import ready, stable
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support.lab import podman_exec
+from tests.support.load import Load, Tally
 from tests.support.ranger_admin import policy
 from tests.support.ranger_documents import write_xml
 
 from . import test_chaos as chaos
 from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
-from .load import Load, Tally
-from .test_ranger import ADMIN_URL, ROOT, Service, fresh_lab_admin, node, register_with_the_role, tarn
+from .test_ranger import ADMIN_NODE, ADMIN_URL, ROOT, Service, fresh_lab_admin, register_with_the_role, tarn
 
 SERVICE = "tarn-e2e-knox"
 RANGER_SERVICE = "triton_prod"  # policy() names it; a fresh stand-in holds only POLICIES
@@ -148,7 +149,7 @@ def service(
         "-rs", RANGER_SERVICE, "--ranger-conf-dir", str(conf), *CLUSTER,
     )  # fmt: skip
     assert submitted.returncode == 0, submitted.stderr
-    running = Service(rm, token, SERVICE, AM_PORT)
+    running = Service(rm, token, SERVICE)
     zk = KazooClient(hosts=f"{LAB_MASTER}:2181")
     zk.start(timeout=15)
     try:
@@ -159,7 +160,7 @@ def service(
         zk.stop()
         zk.close()
         done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
-        node("pkill", "-f", "ranger_admin.py")
+        podman_exec(ADMIN_NODE, "pkill", "-f", "ranger_admin.py")
         assert done.returncode == 0, done.stderr
         hdfs.delete(MODELS_ON_HDFS, recursive=True)
 
@@ -228,7 +229,8 @@ def test_the_audit_log_names_each_requests_user_and_instance(service: Service) -
     lines: list[str] = []
 
     def logged() -> bool:
-        tail = node("tail", "-n", "2000", "/opt/knox/logs/gateway-audit.log").stdout.splitlines()
+        audit = podman_exec("edge", "tail", "-n", "2000", "/opt/knox/logs/gateway-audit.log").stdout
+        tail = audit.splitlines()
         lines[:] = [line for line in tail if marker in line]
         return any("|dispatch|" in line and "|success|" in line for line in lines)
 
@@ -285,7 +287,7 @@ def kill_and_follow(service: Service, zk: KazooClient, port: int) -> tuple[float
     victim = next(name for name, (data, _stat) in before.items() if json.loads(data)["http_port"] == port)
     host = json.loads(before[victim][0])["host"]
     killed = time.time()
-    chaos.node(f"tarn-lab-{host}", "pkill", "-KILL", "-f", f"bin/tritonserver.*--http-port={port} ")
+    podman_exec(host, "pkill", "-KILL", "-f", f"bin/tritonserver.*--http-port={port} ", check=True)
     wait_for(lambda: victim not in znodes(zk, ZK_PATH), 30, "the killed instance deregistered", 0.02)
     out = time.time() - killed
     try:

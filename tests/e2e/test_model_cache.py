@@ -28,6 +28,7 @@ import pytest
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.payload import launcher_zipapp
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support.lab import podman_exec
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for
 from .test_tarn_service import CLUSTER, MODELS, ROOT, container_log, ready_instances, tarn
@@ -132,11 +133,9 @@ print(json.dumps({"downloaded": report.downloaded, "waited": report.waited, "ref
 
 
 def on_worker(*command: str, user: str = "yarn") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["podman", "exec", "-e", f"PYTHONPATH={SCRATCH}/src", WORKER, "runuser", "-u", user, "--",
-         *command],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    return podman_exec(
+        WORKER, "runuser", "-u", user, "--", *command, env={"PYTHONPATH": f"{SCRATCH}/src"}, timeout=300
+    )
 
 
 def stage_at_once(source: str, targets: list[str]) -> list[dict[str, int]]:
@@ -176,14 +175,14 @@ def stage_at_once(source: str, targets: list[str]) -> list[dict[str, int]]:
 @pytest.fixture(scope="module")
 def scratch_on_worker() -> Iterator[None]:
     """SCRATCH on the worker, holding this checkout's sources (the launcher's code)."""
-    subprocess.run(["podman", "exec", WORKER, "rm", "-rf", SCRATCH], check=True)
-    subprocess.run(["podman", "exec", WORKER, "mkdir", "-p", SCRATCH], check=True)
+    podman_exec(WORKER, "rm", "-rf", SCRATCH, check=True)
+    podman_exec(WORKER, "mkdir", "-p", SCRATCH, check=True)
     subprocess.run(["podman", "cp", str(ROOT / "src"), f"{WORKER}:{SCRATCH}/src"], check=True)
-    subprocess.run(["podman", "exec", WORKER, "chmod", "-R", "a+rwX", SCRATCH], check=True)
+    podman_exec(WORKER, "chmod", "-R", "a+rwX", SCRATCH, check=True)
     try:
         yield
     finally:
-        subprocess.run(["podman", "exec", WORKER, "rm", "-rf", SCRATCH], check=False)
+        podman_exec(WORKER, "rm", "-rf", SCRATCH)
 
 
 @pytest.fixture(scope="module")
@@ -234,10 +233,9 @@ def start_launchers(source: str) -> None:
         f"--port {port} --grpc-port {port + 1} --metrics-port {port + 2} > {SCRATCH}/{name}.log 2>&1) &"
         for name, port in LAUNCHERS.items()
     ]
-    subprocess.run(
-        ["podman", "exec", "-d", "-e", f"HADOOP_USER_NAME={LAB_USER}", WORKER,
-         "runuser", "-u", "yarn", "--", "sh", "-c", " ".join([*each, "wait"])],
-        check=True, timeout=60, stdout=subprocess.DEVNULL,  # podman prints the exec session's id
+    podman_exec(
+        WORKER, "runuser", "-u", "yarn", "--", "sh", "-c", " ".join([*each, "wait"]),
+        env={"HADOOP_USER_NAME": LAB_USER}, detach=True, check=True, timeout=60,
     )  # fmt: skip
 
 
@@ -253,7 +251,7 @@ def test_two_instances_started_at_once_on_one_node_download_once_and_both_serve(
     zipapp = tmp_path / "tarn-launcher.pyz"  # what tarn submit ships to every container
     zipapp.write_bytes(launcher_zipapp())
     subprocess.run(["podman", "cp", str(zipapp), f"{WORKER}:{SCRATCH}/tarn-launcher.pyz"], check=True)
-    subprocess.run(["podman", "exec", WORKER, "chmod", "a+r", f"{SCRATCH}/tarn-launcher.pyz"], check=True)
+    podman_exec(WORKER, "chmod", "a+r", f"{SCRATCH}/tarn-launcher.pyz", check=True)
     try:
         start_launchers(f"hdfs://{LAB_MASTER}:8020{path}")
         for port in LAUNCHERS.values():

@@ -32,7 +32,9 @@ import requests
 from apache_ranger.client.ranger_client import RangerClient
 
 from tarn.clients.resourcemanager import ResourceManager
+from tarn.service import controller_url
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support.lab import podman_exec
 from tests.support.ranger_admin import USERS as RANGER_USERS
 from tests.support.ranger_admin import policy
 from tests.support.ranger_documents import write_xml
@@ -75,12 +77,6 @@ def tarn(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def node(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["podman", "exec", ADMIN_NODE, *command], capture_output=True, text=True, check=False
-    )
-
-
 class LabAdmin:
     """The stand-in Ranger Admin on the edge node."""
 
@@ -93,16 +89,15 @@ class LabAdmin:
         return requests.get(f"{ADMIN_URL}{path}", params=params, timeout=10)
 
     def start(self) -> None:
-        subprocess.run(
-            ["podman", "exec", "-d", "-e", f"RANGER_ADMIN_PASSWORD={ADMIN_PASSWORD}", ADMIN_NODE,
-             "python3", "/opt/tarn-ranger/ranger_admin.py", "--port", "6080",
-             "--users", "/opt/tarn-ranger/users.json", "--state", "/opt/tarn-ranger/state.json"],
-            check=True, capture_output=True,
+        podman_exec(
+            ADMIN_NODE, "python3", "/opt/tarn-ranger/ranger_admin.py", "--port", "6080",
+            "--users", "/opt/tarn-ranger/users.json", "--state", "/opt/tarn-ranger/state.json",
+            env={"RANGER_ADMIN_PASSWORD": ADMIN_PASSWORD}, detach=True, check=True,
         )  # fmt: skip
         wait_for(self._answers, 30, "the stand-in Ranger Admin on the edge node", every=0.3)
 
     def stop(self) -> None:
-        node("pkill", "-f", "ranger_admin.py")
+        podman_exec(ADMIN_NODE, "pkill", "-f", "ranger_admin.py")
         wait_for(lambda: not self._answers(), 15, "the stand-in Ranger Admin to stop", every=0.3)
 
     def _answers(self) -> bool:
@@ -115,9 +110,9 @@ class LabAdmin:
 def fresh_lab_admin(here: Path) -> LabAdmin:
     """The stand-in Admin started on the edge node with an empty state (test_knox.py uses it too)."""
     (here / "users.json").write_text(json.dumps(RANGER_USERS))
-    node("pkill", "-f", "ranger_admin.py")
-    node("rm", "-rf", "/opt/tarn-ranger")
-    node("mkdir", "-p", "/opt/tarn-ranger")
+    podman_exec(ADMIN_NODE, "pkill", "-f", "ranger_admin.py")
+    podman_exec(ADMIN_NODE, "rm", "-rf", "/opt/tarn-ranger")
+    podman_exec(ADMIN_NODE, "mkdir", "-p", "/opt/tarn-ranger")
     for file in (ROOT / "lab" / "ranger_admin.py", here / "users.json"):
         subprocess.run(["podman", "cp", str(file), f"{ADMIN_NODE}:/opt/tarn-ranger/"], check=True)
     lab_admin = LabAdmin()
@@ -133,7 +128,7 @@ def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabAdmin]:
     assert (first, second) == (1, 0), "the role registers, then changes nothing"
     print(f"\n[ranger] the ranger_triton role registered {RANGER_SERVICE}; a second run changed nothing")
     yield lab_admin
-    node("pkill", "-f", "ranger_admin.py")
+    podman_exec(ADMIN_NODE, "pkill", "-f", "ranger_admin.py")
 
 
 PLAYBOOK = """\
@@ -178,20 +173,15 @@ def register_with_the_role(
 class Service:
     """A TARN service of the lab, seen through its controller's API (test_knox.py uses it too)."""
 
-    def __init__(self, rm: ResourceManager, token: str, name: str = SERVICE, am_port: int = AM_PORT) -> None:
-        self.rm, self.token, self.name, self.am_port = rm, token, name, am_port
-
-    def controller_host(self) -> str:
-        for component in (self.rm.service(self.name) or {}).get("components", []):
-            if component["name"] == "controller":
-                for container in component.get("containers", []):
-                    if container.get("ip") or container.get("hostname"):
-                        return str(container.get("ip") or container.get("hostname"))
-        raise requests.ConnectionError("no controller container yet")
+    def __init__(self, rm: ResourceManager, token: str, name: str = SERVICE) -> None:
+        self.rm, self.token, self.name = rm, token, name
 
     @property
     def url(self) -> str:
-        return f"http://{self.controller_host()}:{self.am_port}"
+        url = controller_url(self.rm.service(self.name) or {})
+        if url is None:
+            raise requests.ConnectionError("no controller container yet")
+        return url
 
     def get(self, path: str, user: str | None = None, **params: str) -> requests.Response:
         headers = {"X-TARN-Token": self.token, **({"X-TARN-User": user} if user else {})}

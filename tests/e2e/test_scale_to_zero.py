@@ -39,9 +39,9 @@ from tarn.controller.memory import memory_path
 from tarn.errors import ClusterError
 from tarn.service.wait import ready
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support.load import EXPECTED, INPUT
 
 from .conftest import LAB_USER, wait_for, znodes
-from .load import EXPECTED, INPUT
 from .test_haproxy import CLUSTER, FRONTEND, ROOT, ZK_PATH, tarn
 from .test_knox import CERT, PASSWORDS
 from .test_tarn_service import container_log

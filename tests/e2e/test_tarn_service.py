@@ -21,6 +21,7 @@ from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support.lab import podman_exec
 
 from .conftest import LAB_MASTER, LAB_USER, wait_for
 
@@ -76,12 +77,8 @@ def container_logs(container_id: str) -> str:
     app = "application_" + "_".join(container_id.split("_")[1:3])  # container_<ts>_<app>_<attempt>_<n>
     text = []
     for worker in WORKERS:
-        done = subprocess.run(
-            ["podman", "exec", worker, "sh", "-c",
-             f"cat /var/log/hadoop/yarn-containers/{app}/*/* /var/log/hadoop/nodemanager/*.log 2>/dev/null"],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        text.append(done.stdout)
+        logs = f"cat /var/log/hadoop/yarn-containers/{app}/*/* /var/log/hadoop/nodemanager/*.log 2>/dev/null"
+        text.append(podman_exec(worker, "sh", "-c", logs).stdout)
     return "\n".join(text)
 
 
@@ -90,33 +87,24 @@ def restarted(rows: list[dict[str, Any]] | None, pid: str, old_pid: str) -> list
 
 
 def triton_pid(worker: str) -> str:
-    done = subprocess.run(
-        ["podman", "exec", worker, "pgrep", "-f", "bin/tritonserver"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout.strip()
+    return podman_exec(worker, "pgrep", "-f", "bin/tritonserver").stdout.strip()
 
 
 def kill_triton(worker: str) -> None:
-    subprocess.run(["podman", "exec", worker, "pkill", "-f", "bin/tritonserver"], check=True)
+    podman_exec(worker, "pkill", "-f", "bin/tritonserver", check=True)
 
 
 def container_log(worker: str, container_id: str) -> str:
-    done = subprocess.run(
-        ["podman", "exec", worker, "sh", "-c", f"cat /var/log/hadoop/yarn-containers/*/{container_id}/std*"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    return done.stdout
+    logs = f"cat /var/log/hadoop/yarn-containers/*/{container_id}/std*"
+    return podman_exec(worker, "sh", "-c", logs).stdout
 
 
 def models_on_every_worker(local: str) -> None:
     """examples/model_repository at ``local`` on each worker, readable by the YARN user."""
     for worker in WORKERS:
-        subprocess.run(["podman", "exec", worker, "rm", "-rf", local], check=True)
+        podman_exec(worker, "rm", "-rf", local, check=True)
         subprocess.run(["podman", "cp", str(MODELS), f"{worker}:{local}"], check=True)
-        subprocess.run(["podman", "exec", worker, "chmod", "-R", "a+rX", local], check=True)
+        podman_exec(worker, "chmod", "-R", "a+rX", local, check=True)
 
 
 @pytest.fixture(scope="module")

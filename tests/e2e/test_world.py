@@ -16,8 +16,8 @@ from typing import Any
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support.lab import podman_exec
 
-from . import test_chaos as chaos
 from .conftest import LAB_USER, wait_for
 from .test_tarn_service import CLUSTER, ROOT, models_on_every_worker, ready_instances, tarn
 
@@ -26,7 +26,7 @@ LOCAL_MODELS = "/srv/tarn-world-models"
 
 
 def on(worker: str, *command: str) -> str:
-    return chaos.node(f"tarn-lab-{worker}", *command, check=False)
+    return podman_exec(worker, *command).stdout
 
 
 def world_pids(worker: str, container_id: str) -> dict[str, set[int]]:
