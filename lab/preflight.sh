@@ -27,7 +27,7 @@ checks=(
   "unshare                     util-linux       tests/integration (network namespaces)"
   "nsenter                     util-linux       tests/integration (network namespaces)"
   "java                        openjdk-17-jdk-headless  Hadoop, ZooKeeper, the JCEKS tests"
-  "keytool                     openjdk-17-jdk-headless  tests/unit/test_jceks.py (real keystores)"
+  "keytool                     openjdk-17-jdk-headless  tests/unit/stdlib/test_jceks.py (real keystores)"
   "mvn                         maven            lab/hadoop-dist/build.sh, lab/ranger-harness, knox/"
   "curl                        curl             knox/smoke.sh (HTTPS through Knox)"
   "wrk                         wrk              bench/entry_overhead.py (the C load generator)"

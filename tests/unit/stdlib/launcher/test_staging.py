@@ -8,7 +8,6 @@ checked, not echoed."""
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import errno
 import fcntl
@@ -17,7 +16,6 @@ import logging
 import os
 import shutil
 import socket
-import struct
 import threading
 import zlib
 from collections.abc import Iterator
@@ -27,10 +25,8 @@ from typing import Any
 import pytest
 
 from tarn.stdlib import webhdfs
-from tarn.stdlib.hdfs_checksum import Md5Md5CrcHasher, chunk_crcs, crc32c, parse_checksum
 from tarn.stdlib.launcher import staging
-from tarn.stdlib.launcher.cache import PIECE_BYTES, StoredObject, to_evict
-from tarn.stdlib.launcher.main import cache_dir as launcher_cache_dir
+from tarn.stdlib.launcher.cache import PIECE_BYTES
 from tarn.stdlib.launcher.staging import (
     MARKER,
     RemoteFile,
@@ -48,9 +44,8 @@ from tarn.stdlib.webhdfs import (
     SimpleAuth,
     WebHdfsClient,
     WebHdfsError,
-    namenode_location,
 )
-from tests.support.webhdfs import FakeHdfs, HdfsFile, crc32c_bitwise, naive_hdfs_checksum, noise
+from tests.support.webhdfs import FakeHdfs, HdfsFile, naive_hdfs_checksum, noise
 
 # ---- fixtures ---------------------------------------------------------------------------------
 
@@ -111,53 +106,6 @@ def expected_tree(files: dict[str, HdfsFile]) -> dict[str, bytes]:
     return {path.removeprefix("/models/"): f.data for path, f in files.items()}
 
 
-# ---- the checksum -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("data", "crc"),
-    [(b"123456789", 0xE3069283), (b"\x00" * 32, 0x8A9136AA), (b"\xff" * 32, 0x62A8AB43), (b"", 0)],
-)
-def test_crc32c_known_answers(data: bytes, crc: int) -> None:
-    assert crc32c_bitwise(data) == crc
-    assert crc32c(data) == crc
-
-
-@pytest.mark.parametrize("chunk", [512, 100, 1])
-def test_bulk_chunk_crcs_match_the_naive_crc(chunk: int) -> None:
-    data = noise(5 * chunk + chunk // 2, chunk)
-    expected = b"".join(
-        struct.pack(">I", crc32c_bitwise(data[i : i + chunk])) for i in range(0, len(data), chunk)
-    )
-    assert chunk_crcs(data, chunk, "CRC32C") == expected
-    crc32s = b"".join(struct.pack(">I", zlib.crc32(data[i : i + chunk])) for i in range(0, len(data), chunk))
-    assert chunk_crcs(data, chunk, "CRC32") == crc32s
-
-
-@pytest.mark.parametrize("size", [0, 1, 511, 512, 513, 4096, 4097, 3 * 4096 + 100])
-@pytest.mark.parametrize("crc_type", ["CRC32C", "CRC32"])
-def test_local_checksum_matches_hdfs(size: int, crc_type: str) -> None:
-    f = HdfsFile(noise(size, size), crc_type=crc_type)
-    parsed = parse_checksum(FileChecksum.from_json(naive_hdfs_checksum(f)))
-    assert parsed is not None
-    hasher = Md5Md5CrcHasher(parsed.crc_type, parsed.bytes_per_crc, f.block_size)
-    for i in range(0, size, 333):  # pieces that straddle chunks and blocks
-        hasher.update(f.data[i : i + 333])
-    assert hasher.digest() == parsed.md5
-
-
-def test_a_checksum_as_hdfs_prints_it_parses() -> None:
-    # `hdfs dfs -checksum` of a one-block file, as published (Cloudera community, HDFS-13056)
-    found = FileChecksum(
-        "MD5-of-0MD5-of-512CRC32C", "000002000000000000000000c16859d1d071c6b1ffc9c8557d4909f1", 28
-    )
-    parsed = parse_checksum(found)
-    assert parsed is not None
-    assert (parsed.crc_type, parsed.bytes_per_crc, parsed.crc_per_block) == ("CRC32C", 512, 0)
-    assert parsed.md5.hex() == "c16859d1d071c6b1ffc9c8557d4909f1"
-    assert parse_checksum(FileChecksum("COMPOSITE-CRC32C", "3799db55", 4)) is None
-
-
 # ---- decisions --------------------------------------------------------------------------------
 
 
@@ -176,26 +124,6 @@ def test_plan_reuses_what_the_cache_holds_by_content() -> None:
     assert [[r.relpath for r in group] for group in download.values()] == [["b", "twin/b"], ["c"]]
     assert [r.relpath for r in reuse] == ["a", "moved/a"]
     assert remote("a", "aa", length=11).key != a.key
-
-
-@pytest.mark.parametrize(
-    ("source", "url", "default_fs", "expected"),
-    [
-        ("hdfs://nn:8020/models", "http://nn:9870/", None, ("http://nn:9870", "/models")),
-        ("hdfs://nn:8020/models", None, None, ("http://nn:9870", "/models")),
-        ("hdfs:///models/a%20b", None, "hdfs://master:8020", ("http://master:9870", "/models/a b")),
-    ],
-)
-def test_namenode_location(
-    source: str, url: str | None, default_fs: str | None, expected: tuple[str, str]
-) -> None:
-    assert namenode_location(source, url, default_fs) == expected
-
-
-@pytest.mark.parametrize(("source", "default_fs"), [("hdfs:///models", None), ("s3://b/models", None)])
-def test_namenode_location_refuses(source: str, default_fs: str | None) -> None:
-    with pytest.raises(ValueError, match=r"hdfs|NameNode"):
-        namenode_location(source, None, default_fs)
 
 
 # ---- staging against the fake -------------------------------------------------------------------
@@ -529,7 +457,7 @@ def test_progress_is_logged(
     assert "staging: 0.00 of 0.00 GiB (100 %), 5 of 5 files" in caplog.text
 
 
-# ---- decisions of the cache and the ranges --------------------------------------------------------
+# ---- decisions of the ranges ----------------------------------------------------------------------
 
 
 def test_ranges_split_big_files_on_piece_boundaries() -> None:
@@ -547,18 +475,6 @@ def test_ranges_split_big_files_on_piece_boundaries() -> None:
     assert len(ranges(staging.RANGE_MIN_BYTES, 4)) == 2  # a big file: 2 pieces, 2 parts
     assert not staging.big(staging.RANGE_MIN_BYTES - 1)
     assert staging.big(staging.RANGE_MIN_BYTES)
-
-
-def test_eviction_goes_least_recently_used_first_and_spares_files_in_use() -> None:
-    objects = [
-        StoredObject("old", 100, 1.0, 1),
-        StoredObject("in-use", 100, 0.5, 2),
-        StoredObject("needed", 100, 0.1, 1),
-        StoredObject("new", 100, 9.0, 1),
-    ]
-    assert to_evict(objects, keep={"needed"}, bound=300) == ["old"]
-    assert to_evict(objects, keep={"needed"}, bound=0) == ["old", "new"]
-    assert to_evict(objects, keep=set(), bound=400) == []
 
 
 def test_progress_line() -> None:
@@ -626,45 +542,3 @@ def test_resolve_stages_hdfs(hdfs: FakeHdfs, client: WebHdfsClient, tmp_path: Pa
     assert target == tmp_path / "t"
     assert tree(target) == expected_tree(hdfs.files)
     assert os.listdir(tmp_path / "c" / "partial") == []
-
-
-# Known answers from a real HDFS (the lab's Hadoop 3.4.2): GETFILECHECKSUM of these contents.
-HADOOP_3_4_2_ANSWERS = [
-    # one block: the block MD5 is followed by 16 zero bytes of buffer before the file MD5
-    (bytes(range(256)) * 4096 + b"tail", 134217728, "MD5-of-0MD5-of-512CRC32C",
-     "000002000000000000000000e59f8ff9911e60bd765761bd6a6ea34000000000", 28),
-    # four blocks of 1 MiB (written with blocksize=1048576): 64 bytes of MD5s, no padding
-    (bytes((i * 7) % 251 for i in range(3 * 1048576 + 1000)), 1048576, "MD5-of-2048MD5-of-512CRC32C",
-     "000002000000000000000800f1398b9a92ef13a5082fb92213bb9ecb00000000", 28),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(("data", "block_size", "algorithm", "hex_bytes", "length"), HADOOP_3_4_2_ANSWERS)
-def test_checksum_matches_a_real_hdfs(
-    data: bytes, block_size: int, algorithm: str, hex_bytes: str, length: int
-) -> None:
-    expected = parse_checksum(FileChecksum(algorithm, hex_bytes, length))
-    assert expected is not None
-    hasher = Md5Md5CrcHasher(expected.crc_type, expected.bytes_per_crc, block_size)
-    hasher.update(data)
-    assert hasher.digest() == expected.md5
-
-
-# ---- where the launcher puts its cache -------------------------------------------------------------
-
-
-def test_the_launcher_uses_the_node_cache_when_it_is_there(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    node = tmp_path / "node-cache"
-    environ = {"LOCAL_DIRS": f"{tmp_path}/app,{tmp_path}/app2"}
-    missing = argparse.Namespace(model_cache_dir=str(node))
-    caplog.set_level(logging.WARNING)
-    assert launcher_cache_dir(missing, environ) == tmp_path / "app" / "tarn-model-cache"
-    assert f"model cache {node} is not a writable directory on this node" in caplog.text
-    node.mkdir()
-    assert launcher_cache_dir(missing, environ) == node
-    assert (
-        launcher_cache_dir(argparse.Namespace(model_cache_dir=None), environ)
-        == tmp_path / "app" / "tarn-model-cache"
-    )

@@ -20,9 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tarn.activator.demand import Report, Reporter
 from tarn.activator.hold import Activator, Limits, metrics_text
-from tarn.activator.messages import BadRequest, body_length, parse_head, with_close
 from tarn.haproxy.plan import Endpoint
 
 
@@ -199,45 +197,3 @@ def test_metrics_parse() -> None:
     }
     count = [s for s in families["tarn_activator_hold_seconds"].samples if s.name.endswith("_count")]
     assert count[0].value == 1
-
-
-@pytest.mark.parametrize(
-    "head",
-    [b"GET / HTTP/1.1\r\nBad Header: x", b"GET /\r\n", b"GET / HTTP/2\r\nHost: a", b"G@T / HTTP/1.1"],
-)
-def test_bad_heads(head: bytes) -> None:
-    with pytest.raises(BadRequest):
-        parse_head(head)
-
-
-def test_content_length_and_chunked_together_are_refused() -> None:
-    with pytest.raises(BadRequest):
-        body_length((("Content-Length", "3"), ("Transfer-Encoding", "chunked")))
-    assert body_length((("content-length", "12"),)) == 12
-    assert body_length(()) == 0
-
-
-def test_answers_close_the_connection() -> None:
-    head = b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nContent-Length: 2"
-    assert with_close(head) == b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"
-
-
-def test_reporter_sends_at_the_start_while_holding_and_once_at_the_end() -> None:
-    sent: list[Report] = []
-    reporter = Reporter(sent.append, interval=0.1)
-    reporter.start()
-    try:
-        time.sleep(0.2)
-        assert sent == []  # nothing held, nothing said
-        reporter.update(3, 0.0)
-        time.sleep(0.35)
-        assert len(sent) >= 2  # at once, then every interval (0.1 s) while held
-        assert all(r.held == 3 for r in sent)
-        reporter.update(0, 0.0)
-        time.sleep(0.3)
-        assert sent[-1].held == 0
-        count = len(sent)
-        time.sleep(0.3)
-        assert len(sent) == count  # quiet again
-    finally:
-        reporter.stop()

@@ -22,9 +22,9 @@ import pytest
 import yaml
 from ansible.template import Templar, trust_as_template
 
+from tests.support import ROOT
 from tests.support.roles import trusted
 
-ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "knox"
 SMOKE = ROOT / "knox" / "smoke.sh"
 SEED_GATEWAY_SITE = ROOT / "knox" / "gateway-dist" / "src" / "home" / "conf" / "gateway-site.xml"

@@ -18,9 +18,9 @@ import pytest
 import yaml
 from ansible.template import Templar, trust_as_template
 
+from tests.support import ROOT
 from tests.support.roles import trusted
 
-ROOT = Path(__file__).resolve().parents[2]
 ROLES = ROOT / "roles"
 ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 Json = dict[str, Any]

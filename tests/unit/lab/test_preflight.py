@@ -9,7 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 PREFLIGHT = ROOT / "lab" / "preflight.sh"
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "lab" / "failures.py"
+from tests.support import ROOT
+
+SCRIPT = ROOT / "lab" / "failures.py"
 spec = importlib.util.spec_from_file_location("lab_failures", SCRIPT)
 assert spec is not None
 assert spec.loader is not None

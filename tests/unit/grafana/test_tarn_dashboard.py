@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.controller.metrics import metrics_registry, render
+from tests.support import ROOT
+from tests.unit.test_controller_loop import make
 
-from .test_controller_loop import make
-
-DASHBOARD = Path(__file__).resolve().parents[2] / "grafana" / "tarn-dashboard.json"
+DASHBOARD = ROOT / "grafana" / "tarn-dashboard.json"
 
 
 def exposed_series() -> set[str]:

@@ -1,14 +1,19 @@
-"""The launcher waits for Triton's ports while an instance stopped on the node still holds them."""
+"""The launcher's main (tarn.stdlib.launcher.main): it waits for Triton's ports while an instance
+stopped on the node still holds them, and it keeps its model cache in the node's cache when there
+is one."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from tarn.stdlib.launcher.main import cache_dir as launcher_cache_dir
 from tarn.stdlib.launcher.main import port_in_use, wait_for_ports
 
 
@@ -43,3 +48,20 @@ def test_gives_up_after_the_timeout(caplog: pytest.LogCaptureFixture) -> None:
         wait_for_ports([server.getsockname()[1]], timeout_s=0.3)
         assert time.monotonic() - began < 2
     assert "starting Triton anyway" in caplog.text
+
+
+def test_the_launcher_uses_the_node_cache_when_it_is_there(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    node = tmp_path / "node-cache"
+    environ = {"LOCAL_DIRS": f"{tmp_path}/app,{tmp_path}/app2"}
+    missing = argparse.Namespace(model_cache_dir=str(node))
+    caplog.set_level(logging.WARNING)
+    assert launcher_cache_dir(missing, environ) == tmp_path / "app" / "tarn-model-cache"
+    assert f"model cache {node} is not a writable directory on this node" in caplog.text
+    node.mkdir()
+    assert launcher_cache_dir(missing, environ) == node
+    assert (
+        launcher_cache_dir(argparse.Namespace(model_cache_dir=None), environ)
+        == tmp_path / "app" / "tarn-model-cache"
+    )

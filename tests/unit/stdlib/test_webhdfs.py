@@ -1,20 +1,17 @@
 """The WebHDFS client's writes (two-step CREATE, MKDIRS, DELETE, retries) against a loopback
-NameNode/DataNode pair that answers as Hadoop 3 does, and the SPNEGO authenticator's header.
+NameNode/DataNode pair that answers as Hadoop 3 does, and where an hdfs:// source's NameNode is.
+Its reads and their retries: tests/unit/stdlib/launcher/test_staging.py, over FakeHdfs.
 
 The same calls against a real HDFS: tests/e2e/test_lab_cluster.py (Molecule's lab scenario)."""
 
 from __future__ import annotations
 
-import base64
-import sys
-import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, WebHdfsError
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, WebHdfsError, namenode_location
 from tests.support.webhdfs import Hdfs
 
 
@@ -94,50 +91,21 @@ def test_walk_of_a_missing_directory(client: WebHdfsClient) -> None:
     assert client.walk("/nothing", missing_ok=True) == []
 
 
-# ---- SPNEGO: the header a Kerberized NameNode expects (no KDC here: the GSSAPI is a stand-in)
+@pytest.mark.parametrize(
+    ("source", "url", "default_fs", "expected"),
+    [
+        ("hdfs://nn:8020/models", "http://nn:9870/", None, ("http://nn:9870", "/models")),
+        ("hdfs://nn:8020/models", None, None, ("http://nn:9870", "/models")),
+        ("hdfs:///models/a%20b", None, "hdfs://master:8020", ("http://master:9870", "/models/a b")),
+    ],
+)
+def test_namenode_location(
+    source: str, url: str | None, default_fs: str | None, expected: tuple[str, str]
+) -> None:
+    assert namenode_location(source, url, default_fs) == expected
 
 
-class FakeGssapi(types.ModuleType):
-    """What SpnegoAuth uses of python-gssapi: Name, NameType, OID, SecurityContext."""
-
-    def __init__(self) -> None:
-        super().__init__("gssapi")
-        self.contexts: list[dict[str, Any]] = []
-        outer = self
-
-        class Context:
-            def __init__(self, **kwargs: Any) -> None:
-                outer.contexts.append(kwargs)
-
-            def step(self) -> bytes:
-                return b"negotiation-token"
-
-        self.Name = lambda name, kind: (name, kind)
-        self.NameType = types.SimpleNamespace(hostbased_service="hostbased")
-        self.OID = types.SimpleNamespace(from_int_seq=lambda oid: f"oid:{oid}")
-        self.SecurityContext = Context
-
-
-def test_spnego_asks_for_the_http_service_of_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tarn.clients.spnego import SpnegoAuth
-
-    fake = FakeGssapi()
-    monkeypatch.setitem(sys.modules, "gssapi", fake)
-    auth = SpnegoAuth()
-    header = auth.headers("http://nn1.example:9870/webhdfs/v1/x?op=GETFILESTATUS")
-    assert header == {"Authorization": "Negotiate " + base64.b64encode(b"negotiation-token").decode()}
-    assert fake.contexts == [
-        {"name": ("HTTP@nn1.example", "hostbased"), "mech": "oid:1.3.6.1.5.5.2", "usage": "initiate"}
-    ]
-    assert auth.query() == {}
-    # The DataNode a NameNode redirects to is authorized by the delegation token in the URL.
-    assert auth.headers("http://dn1.example:9864/webhdfs/v1/x?op=OPEN&delegation=abc") == {}
-
-
-def test_spnego_without_gssapi_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tarn.clients.spnego import SpnegoAuth
-    from tarn.errors import ConfigError
-
-    monkeypatch.setitem(sys.modules, "gssapi", None)  # as if not installed
-    with pytest.raises(ConfigError, match="requests-gssapi"):
-        SpnegoAuth()
+@pytest.mark.parametrize(("source", "default_fs"), [("hdfs:///models", None), ("s3://b/models", None)])
+def test_namenode_location_refuses(source: str, default_fs: str | None) -> None:
+    with pytest.raises(ValueError, match=r"hdfs|NameNode"):
+        namenode_location(source, None, default_fs)
