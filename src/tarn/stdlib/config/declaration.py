@@ -5,7 +5,7 @@ field's metadata.
 Everything else reads this: the parser and the argv (:mod:`tarn.stdlib.config.argv`), the checks
 (:mod:`tarn.stdlib.config.checks`, which name each flag with :func:`cli_flag`), the Ansible modules'
 argument spec and doc fragment (:mod:`tarn.ansible_options`), the controller's policy and the role's
-defaults (:func:`default_of`; ``tests/unit/roles/test_tarn_role.py`` checks the role's copies).
+defaults (:func:`default_of`; ``tests/unit/roles/test_tarn.py`` checks the role's copies).
 """
 
 from __future__ import annotations
