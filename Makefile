@@ -21,7 +21,7 @@ export MOLECULE_NO_LOG := false
 export TARN_T0 ?= $(shell date +%s)
 STAGE := lab/stage.sh
 
-.PHONY: help deps image dist knox java lab lab-nodes lab-site lab-job lab-down test lint sanity unit \
+.PHONY: help apt venv deps image dist knox java lab lab-nodes lab-site lab-job lab-down test lint sanity unit \
         integration molecule-production molecule-lab bench generate
 
 help:
@@ -46,34 +46,39 @@ $(BUILD)/collections/ansible_collections/tarn/yarn:
 	mkdir -p $(dir $@)
 	ln -sfn $(CURDIR) $@
 
-deps: $(BUILD)/.apt $(VENV)/.installed $(BUILD)/collections/ansible_collections/tarn/yarn
+apt: $(BUILD)/.apt
+venv: $(VENV)/.installed $(BUILD)/collections/ansible_collections/tarn/yarn
+deps: apt venv
 
-image: deps
+# The builds need Debian's tools (debootstrap, podman, mvn), not the Python tool chain.
+image: apt
 	lab/image/build.sh
 
-dist: deps
+dist: apt
 	lab/hadoop-dist/build.sh $(BUILD)/hadoop
 
 # Knox on the lab's edge (the knox role): the gateway home assembled from Maven Central and
 # TARN's plugin jar (its unit tests run in its build). Each script skips what is up to date.
-knox: deps
+knox: apt
 	knox/gateway-dist/build.sh $(BUILD)/knox
 	knox/tarn-knox-plugin/build.sh $(BUILD)/knox
 
-# ---- the lab: one progress line per stage (lab/stage.sh). The node image (debootstrap) builds
-# beside the Java builds; those two share ~/.m2 and run one after the other.
+# ---- the lab: one progress line per stage (lab/stage.sh). After the Debian packages, three
+# builds run side by side: the Python tool chain, the node image (debootstrap), and the Java
+# builds (Hadoop then Knox, one after the other: they share ~/.m2). Each skips what is up to date.
 lab:
-	@$(STAGE) "deps (Debian packages, Python venv)" $(MAKE) --no-print-directory deps
-	@$(STAGE) "node image | Hadoop, Knox" $(MAKE) --no-print-directory -j2 --output-sync=target image java
+	@$(STAGE) "Debian packages" $(MAKE) --no-print-directory apt
+	@$(STAGE) "venv | node image | Hadoop, Knox" $(MAKE) --no-print-directory -j3 --output-sync=target \
+		venv image java
 	@$(STAGE) "lab nodes" ansible-playbook lab/nodes.yml
 	@$(STAGE) "site.yml" ansible-playbook playbooks/site.yml
 	@$(STAGE) "main job" python lab/main_job.py
 
-java: deps
+java: apt
 	$(MAKE) --no-print-directory -j1 dist
 	$(MAKE) --no-print-directory -j1 knox
 
-lab-nodes: image dist knox
+lab-nodes: deps image dist knox
 	ansible-playbook lab/nodes.yml
 
 lab-site: lab-nodes
@@ -131,15 +136,15 @@ $(BUILD)/ranger-harness/ranger-harness.jar: lab/ranger-harness/pom.xml lab/range
 		$(shell find lab/ranger-harness/src -type f) | $(BUILD)/.apt
 	lab/ranger-harness/build.sh $(BUILD)/ranger-harness
 
-molecule-production: image dist
+molecule-production: deps image dist
 	cd $(CURDIR) && molecule test -s production
 
 # The verifier writes a JUnit report; on failure its failed tests are printed last, where a
 # truncated log still shows them.
-molecule-lab: image dist knox
+molecule-lab: deps image dist knox
 	rm -f $(BUILD)/e2e-junit.xml
 	cd $(CURDIR) && molecule test -s lab || { python lab/failures.py $(BUILD)/e2e-junit.xml; exit 1; }
 
 # Every bench that can run here, lab bring-up first: build/bench/report.md with its plots (bench/__main__.py).
-bench: image dist knox
+bench: deps image dist knox
 	python -m bench
