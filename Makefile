@@ -75,8 +75,8 @@ lab:
 	@$(STAGE) "main job" python lab/main_job.py
 
 java: apt
-	$(MAKE) --no-print-directory -j1 dist
-	$(MAKE) --no-print-directory -j1 knox
+	$(MAKE) --no-print-directory dist
+	$(MAKE) --no-print-directory knox
 
 lab-nodes: deps image dist knox
 	ansible-playbook lab/nodes.yml
