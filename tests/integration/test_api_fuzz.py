@@ -116,7 +116,11 @@ def test_fuzz_never_5xx_never_hangs_never_changes_state_without_the_token(served
     for n in range(REQUESTS):
         with_token = n >= untokened
         if n == untokened:
-            assert (lab.controller.snapshot.drains, lab.controller._inbox.pending(), lab.rm.calls) == ({}, (), [])
+            assert (lab.controller.snapshot.drains, lab.controller._inbox.pending(), lab.rm.calls) == (
+                {},
+                (),
+                [],
+            )
             assert (lab.controller.snapshot.drains, lab.rm.calls) == state
         raw = request_bytes(rng, with_token)
         try:
