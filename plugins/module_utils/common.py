@@ -1,8 +1,9 @@
 # Copyright: TARN developers
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """What the tarn.yarn modules share: the connection options, the TARN service options (the `tarn`
-CLI's flags, snake_case), import guards and error handling. The logic itself is the `tarn`
-package's (tarn.service, tarn.models): the modules only translate options and results."""
+CLI's flags, snake_case), Ranger Admin's options, import guards and error handling. The logic itself
+is the `tarn` package's (tarn.service, tarn.models, tarn.ranger.registration): the modules only
+translate options and results."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -25,6 +26,9 @@ try:
     from tarn import service as tarn_service
     from tarn.ansible_options import config_from_params
     from tarn.errors import TarnError  # pylint: disable=unused-import
+    from tarn.ranger import registration as ranger_registration  # pylint: disable=unused-import
+    from tarn.ranger import registration_plan as ranger_plan  # pylint: disable=unused-import
+    from tarn.ranger.public_api import PublicApi as RangerPublicApi
     from tarn.stdlib.api_token import read_token  # pylint: disable=unused-import
 
     TARN_IMPORT_ERROR = None
@@ -33,6 +37,7 @@ except ImportError:
     tarn_service = None
     read_token = None  # check_libraries fails the module before anything uses it
     config_from_params = None
+    ranger_registration = ranger_plan = RangerPublicApi = None
 
     class TarnError(Exception):  # noqa: N818 - stands in for tarn.errors.TarnError
         pass
@@ -49,6 +54,29 @@ CONNECTION_ARGS = dict(
 )
 
 SERVICE_NAME_ARGS = dict(service_name=dict(type="str", default="tarn"))
+
+# ---- Ranger Admin (doc fragment tarn.yarn.ranger_admin)
+
+RANGER_ADMIN_ARGS = dict(
+    url=dict(type="str", required=True),
+    admin_user=dict(type="str", default="admin"),
+    admin_password=dict(type="str", required=True, no_log=True),
+    validate_certs=dict(type="bool", default=True),
+    timeout=dict(type="int", default=30),
+)
+
+
+def ranger_admin(module):
+    """Ranger Admin's public API, from RANGER_ADMIN_ARGS."""
+    params = module.params
+    return RangerPublicApi(
+        params["url"],
+        params["admin_user"],
+        params["admin_password"],
+        verify=params["validate_certs"],
+        timeout=float(params["timeout"]),
+    )
+
 
 # ---- the TARN service options (doc fragment tarn.yarn.service): generated from the `tarn` CLI's
 # declaration into service_options.py. No defaults there: an option left out is a flag left out,
@@ -104,22 +132,23 @@ def connect(module):
     )
 
 
-def fail(module, exc):
+def fail(module, exc, **result):
     """One place that turns TARN's errors (one line naming the option at fault) into fail_json."""
     text = str(exc)
     if text.startswith("--"):  # "--min-instances: …" names the option: min_instances
         flag, sep, rest = text.partition(":")
         text = flag[2:].replace("-", "_") + sep + rest
-    module.fail_json(msg=text)
+    module.fail_json(msg=text, **result)
 
 
-def run(module, action):
-    """A module's whole run: the imports it needs, then ``action(module)``'s result, or the failure."""
+def run(module, action, done=None):
+    """A module's whole run: the imports it needs, then ``action(module)``'s result, or the failure.
+    ``done``: the list of actions the module makes as it goes; a failure reports those made."""
     check_libraries(module)
     try:
         result = action(module)
     except TarnError as exc:
-        fail(module, exc)
+        fail(module, exc, **({} if done is None else dict(changed=bool(done), actions=done)))
     module.exit_json(**result)
 
 

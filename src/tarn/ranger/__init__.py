@@ -18,4 +18,10 @@ The controller's plugin around it (docs/ranger.md):
 - ``state``: what a poll or the cache changes, the decision (fail closed) and its health (pure).
 - ``cache``: the documents in ``policy.cache.dir``, in Ranger's own files.
 - ``refresher``: the poll thread; ``authorizer``: the decision point the controller's API asks.
+
+Registering the triton service in Ranger Admin (the module tarn.yarn.tarn_ranger; not the controller):
+
+- ``registration_plan``: what is declared, what differs from Admin's objects, the steps (pure).
+- ``registration``: one reconcile per object (read, compare, stop in check mode, write, read again).
+- ``public_api``: Ranger Admin's public REST API v2 (service defs, services, policies).
 """

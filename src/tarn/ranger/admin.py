@@ -32,7 +32,7 @@ SERVICE_NOT_FOUND = "RANGER_ERROR_SERVICE_NOT_FOUND: ServiceName="
 
 
 class RangerAdminError(TarnError):
-    """Ranger Admin refused a download, or could not be reached."""
+    """Ranger Admin refused a request (a plugin download, a public API call), or could not be reached."""
 
 
 class AdminUnreachable(RangerAdminError):
@@ -94,7 +94,9 @@ class RangerAdmin:
             raise RangerAdminError(
                 f"Ranger Admin has no service {self._service!r} (404); create it, or fix --ranger-service"
             )
-        raise RangerAdminError(f"{path}{self._path_service} answered {reply.status_code}: {_reason(reply)}")
+        raise RangerAdminError(
+            f"{path}{self._path_service} answered {reply.status_code}: {answer_reason(reply)}"
+        )
 
     def _get(self, path: str, query: dict[str, str]) -> requests.Response:
         errors: list[str] = []
@@ -115,11 +117,11 @@ class RangerAdmin:
         raise AdminUnreachable(f"no Ranger Admin answered ({'; '.join(errors)})")
 
 
-def _reason(reply: requests.Response) -> str:
+def answer_reason(reply: requests.Response, limit: int = 200) -> str:
     """Ranger's msgDesc when the body has one, else the start of the body (one line)."""
     try:
         body = reply.json()
     except ValueError:
         body = None
     text = str(body.get("msgDesc")) if isinstance(body, dict) and body.get("msgDesc") else reply.text
-    return " ".join(text.split())[:200] or "no body"
+    return " ".join(text.split())[:limit] or "no body"

@@ -1,20 +1,20 @@
-"""tarn_ranger's pure part (plugins/module_utils/ranger.py): what counts as a change to the service
-def, the service and a policy once Ranger Admin has stored and shown them, and what is sent."""
+"""Registering the triton service, its pure part (tarn.ranger.registration_plan): what counts as a
+change to the service def, the service and a policy once Ranger Admin has stored and shown them,
+and what is sent."""
 
 from __future__ import annotations
 
 import copy
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible_collections.tarn.yarn.plugins.module_utils import ranger
 
-ROOT = Path(__file__).resolve().parents[4]
+from tarn.errors import ConfigError
+from tarn.ranger import registration_plan as ranger
+
+ROOT = Path(__file__).resolve().parents[3]
 SERVICE_DEF = json.loads((ROOT / "src" / "tarn" / "ranger" / "triton-service-def.json").read_text())
 SPELLING = ranger.access_spelling(SERVICE_DEF)
 SERVICE = "triton_prod"
@@ -125,7 +125,7 @@ def test_markers_and_the_implicit_condition_count_when_declared() -> None:
 
 
 def test_a_def_needs_a_name() -> None:
-    with pytest.raises(ranger.PlanError, match="service_def: a Ranger service definition with a name"):
+    with pytest.raises(ConfigError, match="service_def: a Ranger service definition with a name"):
         ranger.declared_service_def({"resources": []})
 
 
@@ -270,17 +270,21 @@ def test_plan_policies() -> None:
         {"id": 3, "name": "all - model", "resources": {"model": {"values": ["*"]}}},
     ]
     declared = [keep, new, moved]
-    assert ranger.plan_policies(declared, existing, SERVICE, SPELLING) == [
+
+    def steps(plan: ranger.Plan) -> list[tuple[str, str, list[str]]]:
+        return [(step.action, step.name, list(step.fields)) for step in plan.steps]
+
+    assert steps(ranger.plan_policies(declared, existing, SERVICE, SPELLING)) == [
         ("keep", "bob-not-add-one", []),
         ("create", "new", []),
         ("update", "moved", ["policyPriority"]),
     ]
-    assert ranger.plan_policies(declared, existing, SERVICE, SPELLING, purge=True)[-1] == (
+    assert steps(ranger.plan_policies(declared, existing, SERVICE, SPELLING, purge=True))[-1] == (
         "delete",
         "all - model",
         [],
     )
-    with pytest.raises(ranger.PlanError, match="given more than once: new"):
+    with pytest.raises(ConfigError, match="given more than once: new"):
         ranger.plan_policies([new, keep, new], existing, SERVICE, SPELLING)
 
 
@@ -298,7 +302,7 @@ def test_plan_policies() -> None:
     ],
 )
 def test_bad_policies_are_refused_before_anything_is_sent(policy: dict[str, Any], message: str) -> None:
-    with pytest.raises(ranger.PlanError, match=message):
+    with pytest.raises(ConfigError, match=message):
         ranger.declared_policy(policy, SERVICE, SPELLING)
 
 
@@ -318,18 +322,7 @@ def test_refused_principal(message: str, refused: tuple[str, str] | None) -> Non
     assert ranger.refused_principal(message) == refused
 
 
-def test_ansible_doc_renders_the_module() -> None:
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "build" / "collections")}
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-doc"), "tarn.yarn.tarn_ranger"],
-        capture_output=True, text=True, timeout=120, check=False, env=env,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    for section in ("OPTIONS", "EXAMPLES", "RETURN VALUES", "admin_password"):
-        assert section in done.stdout
-
-
-def test_without_service_def_the_module_reads_the_tarn_package_s_own_file() -> None:
-    from ansible_collections.tarn.yarn.plugins.modules import tarn_ranger
-
-    assert tarn_ranger.packaged_service_def(None) == SERVICE_DEF  # the module is needed on failure only
+def test_without_service_def_the_tarn_package_s_own_file_is_declared() -> None:
+    assert ranger.triton_service_def() == SERVICE_DEF
+    declared = ranger.declare(None, SERVICE)
+    assert declared.service_def == ranger.declared_service_def(SERVICE_DEF)

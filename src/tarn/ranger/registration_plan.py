@@ -1,8 +1,7 @@
-# Copyright: TARN developers
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""What tarn.yarn.tarn_ranger decides, without talking to Ranger Admin: is the service def, the
-service or a policy different from what the user declares, and what to send. Pure functions over
-JSON (dicts and lists), unit tested in tests/unit/plugins/module_utils/test_ranger.py.
+"""Registering the triton service in Ranger Admin, decided without talking to it (pure): what the
+module tarn.yarn.tarn_ranger declares, whether Admin's service def, service or a policy differs
+from it, and the steps (and their bodies) that make Admin match. tarn.ranger.registration reads
+and writes; the comparisons are tested in tests/unit/ranger/test_registration_plan.py.
 
 Ranger Admin changes what it stores and shows, so "different" is not "not equal":
 
@@ -16,13 +15,21 @@ Ranger Admin changes what it stores and shows, so "different" is not "not equal"
   stores them), the four item lists (users, groups, roles, accesses, conditions, delegateAdmin),
   policyPriority, isEnabled and isAuditEnabled, with Ranger's defaults for what the user leaves
   out; any other field (description, policyLabels, ...) only when declared.
+
+Errors are ConfigErrors naming the module option at fault, found before anything is sent.
 """
 
 from __future__ import annotations
 
 import copy
+import enum
+import json
 import re
-from typing import Any
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, overload
+
+from tarn.errors import ConfigError
 
 Json = dict[str, Any]
 
@@ -48,10 +55,6 @@ POLICY_MANAGED = (
 PRINCIPAL_REFUSED = re.compile(
     r"(User|Group|Role) name: (.+?) specified in policy does not exist in ranger admin", re.IGNORECASE
 )
-
-
-class PlanError(Exception):
-    """A declaration the module cannot act on (a message for fail_json)."""
 
 
 # ---- comparison ---------------------------------------------------------------------------------
@@ -117,7 +120,10 @@ def declared_service_def(sdef: Json) -> Json:
     """The def as sent and compared: no server fields (Admin ignores a given id on create and finds
     the def by name on update) and no marker access types (Admin computes them)."""
     if not isinstance(sdef, dict) or not sdef.get("name"):
-        raise PlanError("service_def: a Ranger service definition with a name is needed")
+        raise ConfigError(
+            "service_def: a Ranger service definition with a name is needed; give Ranger's JSON of one "
+            "(name, resources, accessTypes), or leave service_def out for TARN's triton definition"
+        )
     return without(sdef, (*SERVER_FIELDS, "markerAccessTypes"))
 
 
@@ -165,7 +171,9 @@ def declared_service(
         service["description"] = description
     if configs is not None:
         if not isinstance(configs, dict):
-            raise PlanError("service_configs: a mapping of config names to values is needed")
+            raise ConfigError(
+                "service_configs: a mapping of config names to values is needed; e.g. {username: tarn}"
+            )
         service["configs"] = {str(k): java_text(v) for k, v in configs.items()}
     return service
 
@@ -206,6 +214,14 @@ def service_update(declared: Json, actual: Json) -> Json:
     return body
 
 
+@overload
+def masked(obj: Json) -> Json: ...
+
+
+@overload
+def masked(obj: None) -> None: ...
+
+
 def masked(obj: Json | None) -> Json | None:
     """A service (or its declaration) with every password config shown as Admin shows it."""
     if obj is None or not isinstance(obj.get("configs"), dict):
@@ -227,7 +243,7 @@ def _names(values: Any, where: str) -> list[str]:
     if values is None:
         return []
     if not isinstance(values, list):
-        raise PlanError(f"{where}: a list is needed")
+        raise ConfigError(f"{where}: a list is needed; write [name, ...]")
     return list(dict.fromkeys(str(v).strip() for v in values))
 
 
@@ -235,12 +251,14 @@ def canonical_item(item: Any, spelling: dict[str, str], where: str) -> Json:
     """A policy item as Admin keeps it: principals trimmed and de-duplicated, one access per type
     in the def's spelling, Ranger's defaults for what is left out."""
     if not isinstance(item, dict):
-        raise PlanError(f"{where}: a policy item (a mapping) is needed")
+        raise ConfigError(
+            f"{where}: a policy item (a mapping) is needed; e.g. {{users: [alice], accesses: [list]}}"
+        )
     accesses: dict[str, Json] = {}
     for access in item.get("accesses") or []:
         given = access.get("type") if isinstance(access, dict) else access
         if not given:
-            raise PlanError(f"{where}.accesses: each access needs a type")
+            raise ConfigError(f"{where}.accesses: each access needs a type; write {{type: infer}} or infer")
         kind = spelling.get(str(given).lower(), str(given))
         allowed = access.get("isAllowed", True) if isinstance(access, dict) else True
         accesses.setdefault(kind, {"type": kind, "isAllowed": allowed is not False})
@@ -261,13 +279,17 @@ def canonical_item(item: Any, spelling: dict[str, str], where: str) -> Json:
 
 def canonical_resources(resources: Any, where: str) -> Json:
     if not isinstance(resources, dict):
-        raise PlanError(f"{where}.resources: a mapping of resource names to values is needed")
+        raise ConfigError(
+            f"{where}.resources: a mapping of resource names to values is needed; e.g. {{model: [add_one]}}"
+        )
     canonical: Json = {}
     for name, resource in resources.items():
         if isinstance(resource, list):  # a shorthand: the values alone
             resource = {"values": resource}
         if not isinstance(resource, dict):
-            raise PlanError(f"{where}.resources.{name}: a mapping with values is needed")
+            raise ConfigError(
+                f"{where}.resources.{name}: a mapping with values is needed; e.g. {{values: [add_one]}}"
+            )
         canonical[str(name).lower()] = {
             "values": [str(v) for v in resource.get("values") or []],
             "isExcludes": resource.get("isExcludes") is True,
@@ -279,7 +301,7 @@ def canonical_resources(resources: Any, where: str) -> Json:
 def canonical_policy(policy: Json, service: str, spelling: dict[str, str]) -> Json:
     """The compared part of a policy (a declared one or Admin's), with Ranger's defaults."""
     name = str(policy.get("name") or "").strip()
-    where = f"policy {name!r}" if name else "a policy"
+    where = f"policies: policy {name!r}" if name else "policies: a policy"
     canonical: Json = {
         "name": name,
         "service": service,
@@ -291,7 +313,9 @@ def canonical_policy(policy: Json, service: str, spelling: dict[str, str]) -> Js
     for key in ITEM_LISTS:
         items = policy.get(key) or []
         if not isinstance(items, list):
-            raise PlanError(f"{where}.{key}: a list of policy items is needed")
+            raise ConfigError(
+                f"{where}.{key}: a list of policy items is needed; write [{{users: [...], accesses: [...]}}]"
+            )
         canonical[key] = [
             canonical_item(item, spelling, f"{where}.{key}[{n}]") for n, item in enumerate(items)
         ]
@@ -301,11 +325,16 @@ def canonical_policy(policy: Json, service: str, spelling: dict[str, str]) -> Js
 def declared_policy(policy: Any, service: str, spelling: dict[str, str]) -> Json:
     """A declared policy as sent: its canonical part and any other field it declares."""
     if not isinstance(policy, dict) or not str(policy.get("name") or "").strip():
-        raise PlanError("policies: every policy needs a name")
+        raise ConfigError("policies: every policy needs a name; add name: to each")
     if not policy.get("resources"):
-        raise PlanError(f"policy {policy['name']!r}: resources are needed, e.g. {{model: {{values: ['*']}}}}")
+        raise ConfigError(
+            f"policies: policy {policy['name']!r}: resources are needed, e.g. {{model: {{values: ['*']}}}}"
+        )
     if policy.get("service") not in (None, service):
-        raise PlanError(f"policy {policy['name']!r}: service {policy['service']!r} is not {service!r}")
+        raise ConfigError(
+            f"policies: policy {policy['name']!r}: service {policy['service']!r} is not {service!r}; "
+            "leave it out or name the option service"
+        )
     extra = without(policy, (*POLICY_SERVER_FIELDS, *POLICY_MANAGED))
     return {**canonical_policy(policy, service, spelling), **extra}
 
@@ -332,30 +361,175 @@ def policy_update(declared: Json, actual: Json) -> Json:
     return {**without(actual, POLICY_SERVER_FIELDS), **copy.deepcopy(declared), "id": actual["id"]}
 
 
-def plan_policies(
-    declared: list[Json], actual: list[Json], service: str, spelling: dict[str, str], purge: bool = False
-) -> list[tuple[str, str, list[str]]]:
-    """(action, policy name, fields) for each policy: create, update (the fields that differ),
-    delete (``purge``: Admin's policies not declared) or keep. Declared ones in their order."""
-    names = [p["name"] for p in declared]
+def unique_names(names: list[str]) -> None:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise PlanError(f"policies: each name once; given more than once: {', '.join(twice)}")
+        raise ConfigError(
+            f"policies: each name once; given more than once: {', '.join(twice)}; rename or merge them"
+        )
+
+
+# ---- the steps ----------------------------------------------------------------------------------
+
+
+class Kind(enum.Enum):
+    """What a step writes, as the module's ``actions`` name it."""
+
+    SERVICE_DEF = "service def"
+    SERVICE = "service"
+    POLICY = "policy"
+
+
+@dataclass(frozen=True)
+class Step:
+    """What to do to one object (``kind`` named ``name``): create, update (the ``fields`` that
+    differ), delete, or keep (no write). ``body`` is what is sent; ``object_id`` the policy's."""
+
+    action: str
+    kind: Kind
+    name: str
+    fields: tuple[str, ...] = ()
+    body: Json | None = None
+    object_id: Any = None
+
+    @property
+    def writes(self) -> bool:
+        return self.action != "keep"
+
+    @property
+    def text(self) -> str:
+        """As the module's ``actions`` list it: "update policy bob (resources)"."""
+        changed = f" ({', '.join(self.fields)})" if self.fields else ""
+        return f"{self.action} {self.kind.value} {self.name}{changed}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The steps that make Admin match the declaration, and the diff: the compared part of what
+    Admin has (``before``) and what is declared (``after``)."""
+
+    steps: tuple[Step, ...]
+    before: Json = field(default_factory=dict)
+    after: Json = field(default_factory=dict)
+
+
+def plan_service_def(declared: Json, actual: Json | None) -> Plan:
+    """Create the def, update it (by name) when a declared field differs, or nothing."""
+    name = declared["name"]
+    if actual is None:
+        return Plan((Step("create", Kind.SERVICE_DEF, name, body=declared),), {}, declared)
+    before = project(declared, shown_service_def(declared, actual))
+    changed = tuple(service_def_changes(declared, actual))
+    steps = (Step("update", Kind.SERVICE_DEF, name, changed, declared),) if changed else ()
+    return Plan(steps, before, declared)
+
+
+def plan_service(declared: Json, actual: Json | None) -> Plan:
+    """Create the service, update it (by name, Admin's service with the declared fields) when a
+    declared field differs, or nothing. Passwords are masked in the diff."""
+    name = declared["name"]
+    after = masked(declared)
+    if actual is None:
+        return Plan((Step("create", Kind.SERVICE, name, body=declared),), {}, after)
+    before = masked(project(declared, actual))
+    changed = tuple(service_changes(declared, actual))
+    steps = (
+        (Step("update", Kind.SERVICE, name, changed, service_update(declared, actual)),) if changed else ()
+    )
+    return Plan(steps, before, after)
+
+
+def plan_policies(
+    declared: list[Json], actual: list[Json], service: str, spelling: dict[str, str], purge: bool = False
+) -> Plan:
+    """A step for each policy: create, update (the fields that differ; by the id Admin's has under
+    its name), keep, and with ``purge`` delete (Admin's policies not declared). Declared ones in
+    their order. The diff maps policy names to their compared part."""
+    names = [p["name"] for p in declared]
+    unique_names(names)
     existing = {p.get("name"): p for p in actual}
-    plan: list[tuple[str, str, list[str]]] = []
+    steps: list[Step] = []
+    before: Json = {}
+    after: Json = {}
     for policy in declared:
-        found = existing.get(policy["name"])
+        name = policy["name"]
+        after[name] = policy
+        found = existing.get(name)
         if found is None:
-            plan.append(("create", policy["name"], []))
+            steps.append(Step("create", Kind.POLICY, name, body=policy))
+            continue
+        before[name] = shown_policy(policy, found, service, spelling)
+        changed = tuple(policy_changes(policy, found, service, spelling))
+        if changed:
+            steps.append(
+                Step("update", Kind.POLICY, name, changed, policy_update(policy, found), found["id"])
+            )
         else:
-            changed = policy_changes(policy, found, service, spelling)
-            plan.append(("update" if changed else "keep", policy["name"], changed))
-    if purge:
-        plan += [("delete", p["name"], []) for p in actual if p.get("name") not in names]
-    return plan
+            steps.append(Step("keep", Kind.POLICY, name))
+    for found in actual if purge else []:
+        if found.get("name") not in names:
+            before[found["name"]] = canonical_policy(found, service, spelling)
+            steps.append(Step("delete", Kind.POLICY, found["name"], object_id=found["id"]))
+    return Plan(tuple(steps), before, after)
+
+
+# ---- the declaration ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What the module's options declare, checked and in the form sent and compared."""
+
+    service_def: Json
+    service: Json
+    policies: list[Json]
+    spelling: dict[str, str]  # the def's access type names, by lower case
+
+
+def triton_service_def() -> Json:
+    """TARN's triton service def: the tarn package's own file."""
+    text = resources.files("tarn.ranger").joinpath("triton-service-def.json").read_text(encoding="utf-8")
+    sdef: Json = json.loads(text)
+    return sdef
+
+
+def declare(
+    service_def: Json | None,
+    service: str,
+    enabled: bool = True,
+    description: str | None = None,
+    configs: Json | None = None,
+    policies: list[Any] | None = None,
+) -> Declaration:
+    """Every option checked before anything is sent; without ``service_def``, TARN's triton def."""
+    sdef = declared_service_def(service_def or triton_service_def())
+    spelling = access_spelling(sdef)
+    declared = [declared_policy(p, service, spelling) for p in policies or []]
+    unique_names([p["name"] for p in declared])
+    return Declaration(
+        sdef, declared_service(service, sdef["name"], enabled, description, configs), declared, spelling
+    )
 
 
 def refused_principal(message: str) -> tuple[str, str] | None:
     """(kind, name) when Admin refused a policy naming a user, group or role it does not have."""
     found = PRINCIPAL_REFUSED.search(message or "")
     return (found.group(1).lower(), found.group(2)) if found else None
+
+
+def principal_failure(policy_name: str, message: str) -> str:
+    """Admin's refusal of a policy, naming the principal it lacks and the options that let it be."""
+    refused = refused_principal(message)
+    if refused is None:
+        return f"policies: policy {policy_name!r}: {message}"
+    kind, name = refused
+    return (
+        f"policies: policy {policy_name!r} names the {kind} {name!r}, which Ranger Admin does not have "
+        f"({message}); create it in Ranger (e.g. with usersync) or set create_principals_if_absent: true "
+        "(role tarn.yarn.ranger_triton: ranger_triton_create_principals_if_absent) to let Ranger create it"
+    )
+
+
+def summary(obj: Json | None, *keys: str) -> Json:
+    """The ``keys`` of an object Admin has, for the module's return; empty when there is none."""
+    return {k: obj.get(k) for k in keys} if obj else {}
