@@ -24,16 +24,14 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.errors import ClusterError
 from tarn.service.wait import ready, stable
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support.lab import podman_exec
+from tests.support import ROOT
+from tests.support.lab import LAB_MASTER, LAB_USER, WORKERS, podman_exec, restart_zookeeper, wait_for
+from tests.support.lab_edge import FRONTEND, ZK_PATH, Registered, backend_ready
+from tests.support.lab_service import run_module
 from tests.support.load import Load
-
-from .conftest import LAB_MASTER, LAB_USER, wait_for
-from .test_haproxy import FRONTEND, ROOT, ZK_PATH, Registered, backend_ready
-from .test_tarn_modules import run_module
 
 SERVICE = "tarn-e2e-chaos"
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-chaos-models"
-WORKERS = ("tarn-lab-worker1", "tarn-lab-worker2")
 ZK_HOSTS = f"{LAB_MASTER}:2181"
 OPTIONS: dict[str, Any] = {
     "service_name": SERVICE, "runtime": "process", "port": 8400, "grpc_port": 8401, "metrics_port": 8402,
@@ -169,10 +167,6 @@ def kill_controller() -> None:
 
 def kill_application_master() -> None:
     kill(f"ServiceMaster.*{SERVICE}")
-
-
-def restart_zookeeper() -> None:
-    podman_exec("tarn-lab-master", "systemctl", "restart", "zookeeper", check=True)
 
 
 def restart_resourcemanager() -> None:

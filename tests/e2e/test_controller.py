@@ -30,10 +30,8 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
 from tarn.service import controller_url
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support.lab import podman_exec
+from tests.support.lab import LAB_MASTER, LAB_USER, podman_exec, wait_for, znodes
 from tests.support.load import Discovery, Load, Tally
-
-from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "build" / "test-artifacts"

@@ -9,65 +9,25 @@ a cooldown long enough that only this test changes the instance count.
 
 from __future__ import annotations
 
-import json
 import secrets
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
 
-from tarn.haproxy.plan import AdminState
-from tarn.haproxy.runtime import parse_servers_state
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support.lab import podman_exec
+from tests.support import ROOT
+from tests.support.lab import LAB_USER, podman_exec, wait_for
+from tests.support.lab_edge import FRONTEND, ZK_PATH, Registered, backend_ready
+from tests.support.lab_service import CLUSTER, tarn
 from tests.support.load import Load
 
-from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
-
-ROOT = Path(__file__).resolve().parents[2]
 SERVICE = "tarn-e2e-lb"
-ZK_PATH = "/services/triton/instances"  # haproxy_sync_zk_path in inventories/lab
-FRONTEND = "127.0.0.1:18000"  # tarn_lab_publish of the edge node
-ACTIVATOR = "activator"  # the backup server's name in the haproxy role's haproxy.cfg
 BASE_PORT, STRIDE, AM_PORT = 8300, 10, 8891
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-lb-models"
-CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
-
-
-def tarn(*args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
-    flags = [f"--token={token}"] if token else []  # one word: a random token may start with "-"
-    return subprocess.run(
-        [sys.executable, "-m", "tarn", *args, *flags],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
-def backend_ready() -> set[str]:
-    """ip:port of the backend slots HAProxy would send new requests to (admin READY); the
-    activator, the backend's backup server, is not a slot."""
-    show = "echo 'show servers state triton_backend' | socat - /var/run/haproxy.sock"
-    text = podman_exec("edge", "sh", "-c", show, check=True, timeout=60).stdout
-    servers = parse_servers_state(text)
-    return {f"{s.addr}:{s.port}" for s in servers if s.admin is AdminState.READY and s.name != ACTIVATOR}
-
-
-class Registered:
-    """The instances of ``service`` registered under ZK_PATH, as host:port."""
-
-    def __init__(self, zk: KazooClient, service: str = SERVICE) -> None:
-        self.zk = zk
-        self.service = service
-
-    def endpoints(self) -> set[str]:
-        records = [json.loads(data) for data, _stat in znodes(self.zk, ZK_PATH).values()]
-        return {f"{r['ip']}:{r['http_port']}" for r in records if r.get("service") == self.service}
 
 
 def converged(registered: Registered, count: int, timeout: float, what: str) -> set[str]:
@@ -98,7 +58,7 @@ def lag_after_change(registered: Registered, before: set[str], timeout: float = 
 @pytest.fixture(scope="module")
 def lab_service(hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[tuple[Registered, str]]:
     token = secrets.token_urlsafe(16)
-    tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+    tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
     submitted = tarn(
         "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
@@ -108,19 +68,19 @@ def lab_service(hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[tuple[Registered
         "--min-instances", "1", "--max-instances", "3", "--cooldown", "3600000", "--tick-seconds", "1",
         "--gpus-per-instance", "0", "--memory-mb", "768", "--vcores", "1", "--controller-memory-mb", "512",
         "--zk-ensemble", zk_hosts, "--zk-path", ZK_PATH, *CLUSTER,
-        token=token,
+        token=token, timeout=600,
     )  # fmt: skip
     assert submitted.returncode == 0, submitted.stderr
     zk = KazooClient(hosts=zk_hosts)
     zk.start(timeout=15)
-    registered = Registered(zk)
+    registered = Registered(zk, SERVICE)
     try:
         converged(registered, 1, 300, "one instance in ZooKeeper and in HAProxy's backend")
         yield registered, token
     finally:
         zk.stop()
         zk.close()
-        done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+        done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
         assert done.returncode == 0, done.stderr
         hdfs.delete(MODELS_ON_HDFS, recursive=True)
 
@@ -141,14 +101,17 @@ def test_scaling_and_a_killed_instance_fail_no_request(lab_service: tuple[Regist
         before = registered.endpoints()
         assert (
             tarn(
-                "scale", "3", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, token=token
+                "scale", "3", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER,
+                token=token, timeout=600,
             ).returncode
             == 0
-        )
+        )  # fmt: skip
         lags["1 -> 2 or 3"] = lag_after_change(registered, before)
         three = converged(registered, 3, 300, "three instances behind HAProxy")
 
-        scaled = tarn("scale", "1", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, token=token)
+        scaled = tarn(
+            "scale", "1", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, token=token, timeout=600
+        )
         assert scaled.returncode == 0, scaled.stderr
         assert "after draining" in scaled.stdout, scaled.stdout
         lags["3 -> 1"] = lag_after_change(registered, three)
@@ -156,10 +119,11 @@ def test_scaling_and_a_killed_instance_fail_no_request(lab_service: tuple[Regist
 
         assert (
             tarn(
-                "scale", "3", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, token=token
+                "scale", "3", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER,
+                token=token, timeout=600,
             ).returncode
             == 0
-        )
+        )  # fmt: skip
         lags["1 -> 3"] = lag_after_change(registered, one)
         three = converged(registered, 3, 300, "three instances again")
 

@@ -33,25 +33,28 @@ from kazoo.client import KazooClient
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.service.wait import ready, stable
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support.lab import podman_exec
+from tests.support import ROOT
+from tests.support.lab import LAB_MASTER, LAB_USER, podman_exec, restart_zookeeper, wait_for, znodes
+from tests.support.lab_edge import (
+    ADMIN_NODE,
+    ADMIN_URL,
+    CERT,
+    PASSWORDS,
+    fresh_lab_admin,
+    register_with_the_role,
+)
+from tests.support.lab_service import CLUSTER, Service, tarn
 from tests.support.load import Load, Tally
 from tests.support.ranger_admin import policy
 from tests.support.ranger_documents import write_xml
 
-from . import test_chaos as chaos
-from .conftest import LAB_MASTER, LAB_USER, wait_for, znodes
-from .test_ranger import ADMIN_NODE, ADMIN_URL, ROOT, Service, fresh_lab_admin, register_with_the_role, tarn
-
 SERVICE = "tarn-e2e-knox"
 RANGER_SERVICE = "triton_prod"  # policy() names it; a fresh stand-in holds only POLICIES
 KNOX = f"127.0.0.1:18443/gateway/{SERVICE}/triton"  # the topology the role adds for SERVICE
-CERT = Path(os.environ.get("TARN_BUILD", ROOT / "build")) / "lab" / "edge-knox.pem"  # fetched by the role
-PASSWORDS = {"alice": "alice-password", "bob": "bob-password"}  # Knox's demo LDAP (inventories/lab)
 BASE_PORT, STRIDE, AM_PORT = 8500, 10, 8893
 ZK_NAMESPACE = f"/services/{SERVICE}"
 ZK_PATH = f"{ZK_NAMESPACE}/instances"
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-knox-models"
-CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
 EVENTS = 10
 INVENTORY = ROOT / "inventories" / "lab" / "hosts.yml"
 BASIC_ALICE = "Basic " + base64.b64encode(f"alice:{PASSWORDS['alice']}".encode()).decode()
@@ -398,7 +401,7 @@ def test_a_zookeeper_restart_costs_no_request_through_knox(service: Service) -> 
     zk = KazooClient(hosts=f"{LAB_MASTER}:2181")
     with knox_load() as load:
         time.sleep(2)
-        chaos.restart_zookeeper()
+        restart_zookeeper()
         zk.start(timeout=30)
         wait_for(lambda: _two(zk), 60, "both instances registered again", 0.1)
         time.sleep(3)

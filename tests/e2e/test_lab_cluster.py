@@ -11,8 +11,7 @@ from kazoo.client import KazooClient
 
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.stdlib.webhdfs import WebHdfsClient
-
-from .conftest import wait_for
+from tests.support.lab import wait_for
 
 WORKERS = {"worker1", "worker2"}
 GPUS_PER_WORKER = 2  # inventories/lab: yarn_nodemanager_virtual_gpus

@@ -28,10 +28,9 @@ import pytest
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.payload import launcher_zipapp
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support.lab import podman_exec
-
-from .conftest import LAB_MASTER, LAB_USER, wait_for
-from .test_tarn_service import CLUSTER, MODELS, ROOT, container_log, ready_instances, tarn
+from tests.support import ROOT
+from tests.support.lab import LAB_MASTER, LAB_USER, container_log, podman_exec, wait_for
+from tests.support.lab_service import CLUSTER, MODELS, ready_instances, tarn
 
 CACHE = "/var/lib/tarn/model-cache"
 SERVICES = {"tarn-e2e-cache-a": 8700, "tarn-e2e-cache-b": 8710}

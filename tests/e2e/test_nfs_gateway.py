@@ -23,9 +23,8 @@ from pathlib import Path
 import pytest
 
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+from tests.support.lab import LAB_MASTER
 from tests.support.nfs import NOBODY, Nfs3Mount
-
-from .conftest import LAB_MASTER
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = ROOT / "inventories" / "lab" / "hosts.yml"

@@ -17,43 +17,35 @@ import json
 import os
 import secrets
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import product
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-from apache_ranger.client.ranger_client import RangerClient
 
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.service import controller_url
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support.lab import podman_exec
-from tests.support.ranger_admin import USERS as RANGER_USERS
+from tests.support import ROOT
+from tests.support.lab import LAB_USER, podman_exec, wait_for
+from tests.support.lab_edge import ADMIN_NODE, ADMIN_URL, LabAdmin, fresh_lab_admin, register_with_the_role
+from tests.support.lab_service import CLUSTER, Service, tarn
 from tests.support.ranger_admin import policy
 from tests.support.ranger_documents import write_xml
 from tests.support.ranger_harness import ACTIONS, USERS, harness_jar, ranger_decisions
 
-from .conftest import LAB_MASTER, LAB_USER, wait_for
-
-ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "build" / "test-artifacts"
 SERVICE = "tarn-e2e-ranger"
 RANGER_SERVICE = "triton_prod"
-ADMIN_NODE, ADMIN_URL = "tarn-lab-edge", "http://edge:6080"
-ADMIN_PASSWORD = secrets.token_urlsafe(12)
 POLL_S = 1.0
 BASE_PORT, AM_PORT = 8300, 8891
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-ranger-models"
 AUDIT_DIR = f"/user/{LAB_USER}/ranger/audit"
 MODELS = ("add_one", "env_probe", "linear_onnx")  # examples/model_repository
-CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
 POLICIES = [
     # alice (ml-team) may infer, list and read the metadata of add_*
     policy("ml-team-add", ["add_*"], allow=[((), ["ml-team"], ["infer", "list", "metadata"])]),
@@ -71,138 +63,15 @@ POLICIES = [
 ]  # fmt: skip
 
 
-def tarn(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tarn", *args], capture_output=True, text=True, timeout=300, check=False
-    )
-
-
-class LabAdmin:
-    """The stand-in Ranger Admin on the edge node."""
-
-    url = ADMIN_URL
-
-    def client(self) -> RangerClient:
-        return RangerClient(ADMIN_URL, ("admin", ADMIN_PASSWORD))
-
-    def get(self, path: str, **params: str) -> requests.Response:
-        return requests.get(f"{ADMIN_URL}{path}", params=params, timeout=10)
-
-    def start(self) -> None:
-        podman_exec(
-            ADMIN_NODE, "python3", "/opt/tarn-ranger/ranger_admin.py", "--port", "6080",
-            "--users", "/opt/tarn-ranger/users.json", "--state", "/opt/tarn-ranger/state.json",
-            env={"RANGER_ADMIN_PASSWORD": ADMIN_PASSWORD}, detach=True, check=True,
-        )  # fmt: skip
-        wait_for(self._answers, 30, "the stand-in Ranger Admin on the edge node", every=0.3)
-
-    def stop(self) -> None:
-        podman_exec(ADMIN_NODE, "pkill", "-f", "ranger_admin.py")
-        wait_for(lambda: not self._answers(), 15, "the stand-in Ranger Admin to stop", every=0.3)
-
-    def _answers(self) -> bool:
-        try:
-            return self.get("/service/public/v2/api/servicedef/name/triton").status_code in (401, 404, 200)
-        except requests.ConnectionError:
-            return False
-
-
-def fresh_lab_admin(here: Path) -> LabAdmin:
-    """The stand-in Admin started on the edge node with an empty state (test_knox.py uses it too)."""
-    (here / "users.json").write_text(json.dumps(RANGER_USERS))
-    podman_exec(ADMIN_NODE, "pkill", "-f", "ranger_admin.py")
-    podman_exec(ADMIN_NODE, "rm", "-rf", "/opt/tarn-ranger")
-    podman_exec(ADMIN_NODE, "mkdir", "-p", "/opt/tarn-ranger")
-    for file in (ROOT / "lab" / "ranger_admin.py", here / "users.json"):
-        subprocess.run(["podman", "cp", str(file), f"{ADMIN_NODE}:/opt/tarn-ranger/"], check=True)
-    lab_admin = LabAdmin()
-    lab_admin.start()
-    return lab_admin
-
-
 @pytest.fixture(scope="module")
 def admin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabAdmin]:
     here = tmp_path_factory.mktemp("ranger-admin")
     lab_admin = fresh_lab_admin(here)
-    first, second = (register_with_the_role(here) for _run in range(2))
+    first, second = (register_with_the_role(here, RANGER_SERVICE, POLICIES) for _run in range(2))
     assert (first, second) == (1, 0), "the role registers, then changes nothing"
     print(f"\n[ranger] the ranger_triton role registered {RANGER_SERVICE}; a second run changed nothing")
     yield lab_admin
     podman_exec(ADMIN_NODE, "pkill", "-f", "ranger_admin.py")
-
-
-PLAYBOOK = """\
-- name: Register TARN's service in the lab's Ranger Admin
-  hosts: localhost
-  connection: local
-  gather_facts: false
-  roles:
-    - role: tarn.yarn.ranger_triton
-"""
-
-
-def register_with_the_role(
-    here: Path, service: str = RANGER_SERVICE, policies: list[dict[str, Any]] | None = None
-) -> int:
-    """ansible-playbook with the ranger_triton role: the service def, ``service`` and ``policies``;
-    the number of changed tasks (from the JSON callback: Molecule's environment colours the text)."""
-    (here / "play.yml").write_text(PLAYBOOK)
-    (here / "vars.json").write_text(json.dumps({
-        "ranger_triton_admin_url": ADMIN_URL, "ranger_triton_admin_password": ADMIN_PASSWORD,
-        "ranger_triton_service_name": service,
-        "ranger_triton_policies": POLICIES if policies is None else policies,
-    }))  # fmt: skip
-    env = {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-    }
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
-         "-e", f"ansible_python_interpreter={sys.executable}", "-e", f"@{here / 'vars.json'}",
-         str(here / "play.yml")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert ADMIN_PASSWORD not in done.stdout + done.stderr
-    stats = json.loads(done.stdout)["stats"]["localhost"]
-    assert stats["failures"] == 0, stats
-    return int(stats["changed"])
-
-
-class Service:
-    """A TARN service of the lab, seen through its controller's API (test_knox.py uses it too)."""
-
-    def __init__(self, rm: ResourceManager, token: str, name: str = SERVICE) -> None:
-        self.rm, self.token, self.name = rm, token, name
-
-    @property
-    def url(self) -> str:
-        url = controller_url(self.rm.service(self.name) or {})
-        if url is None:
-            raise requests.ConnectionError("no controller container yet")
-        return url
-
-    def get(self, path: str, user: str | None = None, **params: str) -> requests.Response:
-        headers = {"X-TARN-Token": self.token, **({"X-TARN-User": user} if user else {})}
-        return requests.get(f"{self.url}{path}", params=params, headers=headers, timeout=10)
-
-    def post(self, path: str) -> requests.Response:
-        return requests.post(f"{self.url}{path}", headers={"X-TARN-Token": self.token}, timeout=60)
-
-    def delete(self, path: str) -> requests.Response:
-        return requests.delete(f"{self.url}{path}", headers={"X-TARN-Token": self.token}, timeout=10)
-
-    def authorize(self, user: str, model: str, action: str) -> bool:
-        reply = self.get("/authorize", model=model, action=action, user=user)
-        assert reply.status_code == 200, reply.text
-        return reply.text == "true"
-
-    def metric(self, name: str) -> float:
-        for line in self.get("/metrics").text.splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        raise AssertionError(f"{name} not in /metrics")
 
 
 @pytest.fixture(scope="module")
@@ -233,7 +102,7 @@ def service(
         "-rs", RANGER_SERVICE, "--ranger-conf-dir", str(conf), "--ranger-audit", *CLUSTER,
     )  # fmt: skip
     assert submitted.returncode == 0, submitted.stderr
-    running = Service(rm, token)
+    running = Service(rm, token, SERVICE)
     try:
         wait_for(lambda: _serving(running), 300, "the controller with a serving instance and its policies")
         yield running

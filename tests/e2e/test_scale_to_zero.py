@@ -39,12 +39,11 @@ from tarn.controller.memory import memory_path
 from tarn.errors import ClusterError
 from tarn.service.wait import ready
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support import ROOT
+from tests.support.lab import LAB_USER, container_log, wait_for, znodes
+from tests.support.lab_edge import CERT, FRONTEND, PASSWORDS, ZK_PATH
+from tests.support.lab_service import CLUSTER, tarn
 from tests.support.load import EXPECTED, INPUT
-
-from .conftest import LAB_USER, wait_for, znodes
-from .test_haproxy import CLUSTER, FRONTEND, ROOT, ZK_PATH, tarn
-from .test_knox import CERT, PASSWORDS
-from .test_tarn_service import container_log
 
 SERVICE = "tarn-e2e-zero"
 TAKER = "tarn-e2e-gpu-taker"
@@ -102,7 +101,7 @@ def other_services(zk: KazooClient) -> set[str]:
 @pytest.fixture(scope="module")
 def zero(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Zero]:
     token = LAB_TOKEN.read_text().strip()
-    tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+    tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
     submitted = tarn(
         "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
@@ -111,7 +110,7 @@ def zero(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Ze
         "--scale-to-zero-after", str(GRACE_S), "--cooldown", "3600000", "--tick-seconds", "1",
         "--drain-timeout", "5", "--gpus-per-instance", "1", "--memory-mb", "768", "--vcores", "1",
         "--controller-memory-mb", "512", "--zk-ensemble", zk_hosts, "--zk-path", ZK_PATH, *CLUSTER,
-        token=token,
+        token=token, timeout=600,
     )  # fmt: skip
     assert submitted.returncode == 0, submitted.stderr
     zk = KazooClient(hosts=zk_hosts)
@@ -129,7 +128,7 @@ def zero(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Ze
         zk.stop()
         zk.close()
         rm.destroy(TAKER)
-        done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+        done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
         assert done.returncode == 0, done.stderr
         hdfs.delete(MODELS_ON_HDFS, recursive=True)
 

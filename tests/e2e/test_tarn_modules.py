@@ -25,53 +25,16 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.service import controller_url as service_controller_url
 from tarn.service import instances_of
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support import ROOT
+from tests.support.lab import LAB_USER
+from tests.support.lab_service import CONNECTION, MODELS, run_module
 
-from .conftest import LAB_MASTER, LAB_USER
-
-ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT / "examples" / "model_repository"
 # Ports and sizes set aside for these tests on the shared lab.
 SERVICE: dict[str, Any] = {
     "runtime": "process", "port": 8100, "grpc_port": 8101, "metrics_port": 8102, "am_port": 8898,
     "memory_mb": 512, "vcores": 1, "controller_memory_mb": 512, "min_instances": 1,
     "max_instances": 2, "token": "mod-e2e-token",
 }  # fmt: skip
-CONNECTION = {
-    "rm_url": [f"http://{LAB_MASTER}:8088"],
-    "webhdfs_url": f"http://{LAB_MASTER}:9870",
-    "user": LAB_USER,
-}
-
-
-def run_module(module: str, args: dict[str, Any], *flags: str) -> dict[str, Any]:
-    """Run one tarn.yarn module through ansible-playbook; its registered result."""
-    playbook = [
-        {
-            "hosts": "localhost",
-            "gather_facts": False,
-            "module_defaults": {"group/tarn.yarn.tarn": CONNECTION},
-            "tasks": [
-                {"name": "module", f"tarn.yarn.{module}": args, "register": "out", "ignore_errors": True},
-                {
-                    "name": "result",
-                    "ansible.builtin.copy": {"content": "{{ out | to_json }}", "dest": "{{ result_file }}"},
-                    "check_mode": False,
-                },
-            ],
-        }
-    ]
-    work = Path(tempfile.mkdtemp(prefix="tarn-mod-"))
-    (work / "play.yml").write_text(json.dumps(playbook))
-    done = subprocess.run(
-        ["ansible-playbook", "-i", "localhost,", "-c", "local",
-         "-e", f"ansible_python_interpreter={sys.executable}",
-         "-e", f"result_file={work / 'result.json'}", str(work / "play.yml"), *flags],
-        capture_output=True, text=True, timeout=900, check=False, cwd=ROOT,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    result: dict[str, Any] = json.loads((work / "result.json").read_text())
-    assert not result.get("failed"), f"tarn.yarn.{module} failed: {result.get('msg')}"
-    return result
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ restarted instance re-downloads nothing unchanged.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 import sys
@@ -17,30 +16,14 @@ from typing import Any
 
 import pytest
 
-from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support.lab import podman_exec
+from tests.support import ROOT
+from tests.support.lab import LAB_USER, WORKERS, container_log, podman_exec, wait_for
+from tests.support.lab_service import CLUSTER, MODELS, models_on_every_worker, ready_instances, tarn
 
-from .conftest import LAB_MASTER, LAB_USER, wait_for
-
-ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT / "examples" / "model_repository"
-WORKERS = ("tarn-lab-worker1", "tarn-lab-worker2")
-CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
 STORE_PASSWORD = "lab-store-pw"  # noqa: S105 - a throwaway keystore made by this test
-
-
-def tarn(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tarn", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def make_jceks(tmp: Path, entries: dict[str, str]) -> Path:
@@ -52,12 +35,6 @@ def make_jceks(tmp: Path, entries: dict[str, str]) -> Path:
             input=f"{value}\n{value}\n", text=True, check=True, capture_output=True,
         )  # fmt: skip
     return store
-
-
-def ready_instances(rm: ResourceManager, name: str, count: int) -> list[dict[str, Any]] | None:
-    service = rm.service(name)
-    rows = [r for r in instances_of(service or {}) if r["state"] == "READY"]
-    return rows if len(rows) == count else None
 
 
 def infer_everywhere(rows: list[dict[str, Any]], *expect_env: str) -> None:
@@ -92,19 +69,6 @@ def triton_pid(worker: str) -> str:
 
 def kill_triton(worker: str) -> None:
     podman_exec(worker, "pkill", "-f", "bin/tritonserver", check=True)
-
-
-def container_log(worker: str, container_id: str) -> str:
-    logs = f"cat /var/log/hadoop/yarn-containers/*/{container_id}/std*"
-    return podman_exec(worker, "sh", "-c", logs).stdout
-
-
-def models_on_every_worker(local: str) -> None:
-    """examples/model_repository at ``local`` on each worker, readable by the YARN user."""
-    for worker in WORKERS:
-        podman_exec(worker, "rm", "-rf", local, check=True)
-        subprocess.run(["podman", "cp", str(MODELS), f"{worker}:{local}"], check=True)
-        podman_exec(worker, "chmod", "-R", "a+rX", local, check=True)
 
 
 @pytest.fixture(scope="module")

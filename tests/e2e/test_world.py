@@ -16,10 +16,9 @@ from typing import Any
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support.lab import podman_exec
-
-from .conftest import LAB_USER, wait_for
-from .test_tarn_service import CLUSTER, ROOT, models_on_every_worker, ready_instances, tarn
+from tests.support import ROOT
+from tests.support.lab import LAB_USER, podman_exec, wait_for
+from tests.support.lab_service import CLUSTER, models_on_every_worker, ready_instances, tarn
 
 PORTS = ["--port", "8100", "--grpc-port", "8101", "--metrics-port", "8102"]  # beside the lab's own service
 LOCAL_MODELS = "/srv/tarn-world-models"

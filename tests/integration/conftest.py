@@ -1,12 +1,30 @@
-"""Fixtures shared by the integration tests: the stand-in Ranger Admin (lab/ranger_admin.py)."""
+"""Fixtures shared by the integration tests: the stand-in Ranger Admin (lab/ranger_admin.py), and
+the HAProxy harness (tests/support/haproxy.py) with the zipapp and the haproxy role's haproxy.cfg."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tarn import payload
+from tests.support import ROOT
+from tests.support.haproxy import (
+    CONTROLLER,
+    INSTANCES,
+    STATE_FILE,
+    Bench,
+    ControllerState,
+    Namespace,
+    TritonStandIn,
+    controller_handler,
+)
 from tests.support.ranger_admin import SERVICE, Standin, service_def, start, stop
 
 
@@ -25,3 +43,97 @@ def triton(ranger: Standin) -> Standin:
     client.create_service_def(service_def())
     client.create_service({"name": SERVICE, "type": "triton", "configs": {}})
     return ranger
+
+
+# ---- the HAProxy harness
+
+
+@pytest.fixture(scope="module")
+def haproxy_tools() -> None:
+    """What the HAProxy harness needs: the programs, and root for the namespaces (the modules that
+    use the harness ask for this fixture in their ``pytestmark``)."""
+    for tool in ("haproxy", "unshare", "nsenter", "ip", "java"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is not installed: make deps installs it")
+    if os.geteuid() != 0:
+        pytest.fail("these tests make network namespaces: run them as root")
+
+
+@pytest.fixture(scope="module")
+def zipapp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("payload") / "tarn.pyz"
+    path.write_bytes(payload.controller_zipapp())
+    return path
+
+
+@pytest.fixture
+def bench(tmp_path: Path, zipapp: Path) -> Iterator[Bench]:
+    ns = Namespace(tmp_path)
+    state = ControllerState()
+    try:
+        for address in INSTANCES:
+            host, port = address.split(":")
+            ns.serve((host, int(port)), TritonStandIn)
+        ns.serve(CONTROLLER, controller_handler(state))
+        yield Bench(ns, tmp_path, zipapp, state)
+    finally:
+        ns.close()
+        for name in ("sync.log", "haproxy.log"):
+            if (tmp_path / name).exists():
+                print(f"---- {name}\n{(tmp_path / name).read_text()[-4000:]}")
+
+
+@pytest.fixture(scope="module")
+def role_cfg(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The haproxy role's haproxy.cfg, rendered by Ansible from the role's defaults and vars."""
+    out = tmp_path_factory.mktemp("role") / "haproxy.cfg"
+    role = ROOT / "roles" / "haproxy"
+    playbook = out.parent / "render.yml"
+    playbook.write_text(
+        json.dumps(
+            [
+                {
+                    "name": "Render the haproxy role's configuration",
+                    "hosts": "localhost",
+                    "connection": "local",
+                    "gather_facts": False,
+                    "vars_files": [str(role / "defaults" / "main.yml"), str(role / "vars" / "main.yml")],
+                    "tasks": [
+                        {
+                            "name": "haproxy.cfg",
+                            "ansible.builtin.template": {
+                                "src": str(role / "templates" / "haproxy.cfg.j2"),
+                                "dest": str(out),
+                                "mode": "0644",
+                            },
+                        },
+                        {
+                            "name": "the server-state saver",
+                            "ansible.builtin.template": {
+                                "src": str(role / "templates" / "tarn-haproxy-save-state.j2"),
+                                "dest": str(out.parent / "save-state"),
+                                "mode": "0755",
+                            },
+                        },
+                    ],
+                }
+            ]
+        )
+    )
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    done = subprocess.run(
+        [
+            "ansible-playbook",
+            *("-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}"),
+            *("-e", "haproxy_slots=6", "-e", f"haproxy_server_state_file={STATE_FILE}", str(playbook)),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    checked = subprocess.run(["haproxy", "-c", "-f", str(out)], capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    return out

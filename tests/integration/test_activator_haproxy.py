@@ -1,7 +1,7 @@
 """The activator (from the zipapp the haproxy role installs) as the backup server of the real
 HAProxy, with the role's haproxy.cfg, the sync and a real ZooKeeper, in a network namespace of
-its own (tests/integration/test_haproxy_sync.py sets all of it up; the Triton instances are
-stand-ins that answer with their address).
+its own (the harness of tests/support/haproxy.py, as test_haproxy_sync.py uses it; the Triton
+instances are stand-ins that answer with their address).
 
 * From zero: a burst through HAProxy is held, the demand reaches ZooKeeper, and every request is
   answered once an instance registers; afterwards the activator carries nothing.
@@ -23,19 +23,17 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration import test_haproxy_sync as sync_tests
-from tests.integration.test_haproxy_sync import (
+from tests.support.haproxy import (
     INSTANCES,
     Bench,
     ZooKeeper,
-    _enter_netns,
+    enter_netns,
     start_zookeeper,
     wait_until,
     znode,
 )
 
-# The namespace, HAProxy, the zipapp and the role's haproxy.cfg: the sync tests' fixtures.
-bench, role_cfg, tools, zipapp = sync_tests.bench, sync_tests.role_cfg, sync_tests.tools, sync_tests.zipapp
+pytestmark = pytest.mark.usefixtures("haproxy_tools")
 
 ADMIN = ("127.0.0.1", 8098)
 
@@ -52,7 +50,7 @@ def stack(request: pytest.FixtureRequest) -> Iterator[tuple[Bench, ZooKeeper, Th
          "--zk-ensemble", zk.ensemble, "--zk-path", zk.path],
         "activator.log",
     )  # fmt: skip
-    clients = ThreadPoolExecutor(64, initializer=_enter_netns, initargs=(lab.ns.holder.pid,))
+    clients = ThreadPoolExecutor(64, initializer=enter_netns, initargs=(lab.ns.holder.pid,))
     try:
         wait_until(lambda: clients.submit(activator_metrics).result() is not None, "the activator runs", 20)
         yield lab, zk, clients

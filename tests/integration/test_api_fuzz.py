@@ -21,7 +21,7 @@ import pytest
 
 from tarn.controller.server import IDLE_TIMEOUT_S, Api, serve
 from tarn.stdlib.api_token import Secret
-from tests.unit.test_controller_loop import TOKEN, Lab, make
+from tests.support.controller import TOKEN, Lab, make
 
 SEED = int(os.environ.get("TARN_FUZZ_SEED", "11"))
 REQUESTS = int(os.environ.get("TARN_FUZZ_REQUESTS", "10000"))

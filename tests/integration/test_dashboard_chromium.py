@@ -15,7 +15,7 @@ import pytest
 
 from tarn.controller.server import Api, serve
 from tarn.stdlib.api_token import Secret
-from tests.unit.test_controller_loop import TOKEN, Lab, make
+from tests.support.controller import TOKEN, Lab, make
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "build" / "artifacts"

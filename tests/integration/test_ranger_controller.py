@@ -41,16 +41,14 @@ from tarn.ranger.refresher import Refresher, connect
 from tarn.ranger.settings import read_settings
 from tarn.ranger.state import PolicyState
 from tarn.stdlib.api_token import Secret
+from tests.support.controller import AUTH, TOKEN, ModelScraper, make
 from tests.support.ranger_admin import SERVICE, Standin, policy, served, service_def, start, stop
 from tests.support.ranger_documents import write_xml
 from tests.support.ranger_harness import ACTIONS, USERS, harness_jar, ranger_decisions
-from tests.unit.test_controller_authorize import ModelScraper
-from tests.unit.test_controller_loop import TOKEN, make
 
 Json = dict[str, Any]
 MODELS = ("add_one", "add_sub", "linear_onnx", "identity")
 POLL_S = 0.5
-AUTH = {"X-TARN-Token": TOKEN}
 
 
 POLICIES = [

@@ -1,4 +1,5 @@
-"""The lab's nodes as the e2e tests reach them: a command run in a node with ``podman exec``.
+"""The lab as the e2e tests reach it: its master and user, a command run in a node with ``podman
+exec``, a wait, the znodes under a path, a ZooKeeper restart and a YARN container's log.
 
 A node is named as inventories/lab/hosts.yml names it ("worker1"), by its container
 ("tarn-lab-worker1") or by its address on the lab network, the three forms the tests meet (the
@@ -9,16 +10,29 @@ tarn.service.controller_url, the product's own answer: the lab puts its nodes in
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
+import pytest
 import yaml
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import ZnodeStat
 
 from tests.support import ROOT
 
+T = TypeVar("T")
+
 INVENTORY = ROOT / "inventories" / "lab" / "hosts.yml"
+LAB_MASTER = os.environ.get("TARN_LAB_MASTER", "master")
+LAB_USER = "tarn"
+WORKERS = ("tarn-lab-worker1", "tarn-lab-worker2")
 
 
 @functools.cache
@@ -57,3 +71,34 @@ def podman_exec(
         sys.stderr.write(done.stderr)
         done.check_returncode()
     return done
+
+
+def wait_for(probe: Callable[[], T | None], timeout: float, what: str, every: float = 1.0) -> T:
+    """Call probe until it returns something truthy; fail the test naming `what` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = probe()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(every)
+
+
+def znodes(zk: KazooClient, path: str) -> dict[str, tuple[bytes, ZnodeStat]]:
+    """The children of ``path`` with their data and stat; one that goes between the listing and
+    its read (a deregistration) is left out."""
+    found = {}
+    for child in zk.get_children(path) if zk.exists(path) else []:
+        with contextlib.suppress(NoNodeError):
+            found[child] = zk.get(f"{path}/{child}")
+    return found
+
+
+def restart_zookeeper() -> None:
+    podman_exec("tarn-lab-master", "systemctl", "restart", "zookeeper", check=True)
+
+
+def container_log(worker: str, container_id: str) -> str:
+    logs = f"cat /var/log/hadoop/yarn-containers/*/{container_id}/std*"
+    return podman_exec(worker, "sh", "-c", logs).stdout

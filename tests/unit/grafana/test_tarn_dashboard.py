@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.controller.metrics import metrics_registry, render
 from tests.support import ROOT
-from tests.unit.test_controller_loop import make
+from tests.support.controller import make
 
 DASHBOARD = ROOT / "grafana" / "tarn-dashboard.json"
 

@@ -15,7 +15,7 @@ from tarn.controller.server import Api, serve
 from tarn.spec import CONTROLLER, Artifacts, build_service_spec, component_of
 from tarn.stdlib.api_token import Secret
 from tarn.stdlib.config import TarnConfig
-from tests.unit.test_controller_loop import FakeRm, make
+from tests.support.controller import FakeRm, make
 
 TOKEN = "scale-token"  # noqa: S105 - a test token
 

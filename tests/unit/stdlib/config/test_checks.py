@@ -1,16 +1,20 @@
 """The checks name every flag from the declaration: no TARN flag is spelled out in the checks or the
 argv code, every option a check names is declared, every pair (name, c.value) agrees, and every
-check runs. What a check refuses, and how its message reads, is tested in tests/unit/test_config.py."""
+check runs; and what each check refuses, in one line that names the flag (a few, such as a port
+that is not a number or an unknown flag, the parser of tarn.stdlib.config.argv refuses)."""
 
 from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tarn.stdlib.config import OPTIONS, argv, checks, flag_of
+from tarn.errors import ConfigError
+from tarn.stdlib.config import OPTIONS, TarnConfig, argv, checks, flag_of, parse_config, validate
+from tests.support.config import IMAGE, TOKEN, parse
 
 SPELLED_FLAG = re.compile(r"(?<![\w-])--?[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 DECLARED_FLAGS = {name for item in OPTIONS for name in flag_of(item).names}
@@ -88,3 +92,137 @@ def test_every_name_value_pair_agrees() -> None:
 def test_every_check_runs() -> None:
     defined = {name for name in vars(checks) if name.startswith("_check_")}
     assert defined == {check.__name__ for check in checks._CHECKS}
+
+
+# ---- bad input: each fails with one line that names the flag
+
+
+BAD: list[tuple[str, list[str], dict[str, str], str]] = [
+    # (id, argv after BASE, environ, the flag the message must name)
+    ("min-above-max", ["--min-instances", "5", "--max-instances", "2"], {}, "--min-instances"),
+    ("min-negative", ["--min-instances", "-1"], {}, "--min-instances"),
+    (
+        "max-zero",
+        ["--min-instances", "0", "--scale-to-zero-after", "60", "--max-instances", "0"],
+        {},
+        "--max-instances",
+    ),
+    ("min-zero-without-grace", ["--min-instances", "0"], {}, "--min-instances"),
+    ("cache-dir-relative", ["--model-cache-dir", "cache"], {}, "--model-cache-dir"),
+    ("cache-dir-dotdot", ["--model-cache-dir", "/var/../etc"], {}, "--model-cache-dir"),
+    ("cache-bound-zero", ["--model-cache-max-gib", "0"], {}, "--model-cache-max-gib"),
+    ("cache-bound-nan", ["--model-cache-max-gib", "nan"], {}, "--model-cache-max-gib"),
+    ("grace-without-min-zero", ["--scale-to-zero-after", "60"], {}, "--scale-to-zero-after"),
+    ("grace-negative", ["--min-instances", "0", "--scale-to-zero-after", "-5"], {}, "--scale-to-zero-after"),
+    ("scale-up-above-1", ["--scale-up", "1.5"], {}, "--scale-up"),
+    ("scale-down-negative", ["--scale-down", "-0.1"], {}, "--scale-down"),
+    ("scale-up-nan", ["--scale-up", "nan"], {}, "--scale-up"),
+    ("scale-up-not-above-down", ["--scale-up", "0.3", "--scale-down", "0.3"], {}, "--scale-up"),
+    ("grpc-equals-http", ["--grpc-port", "8000"], {}, "--grpc-port"),
+    ("metrics-equals-grpc", ["--metrics-port", "8001"], {}, "--metrics-port"),
+    ("am-equals-http", ["--am-port", "8000"], {}, "--am-port"),
+    ("port-zero", ["--port", "0"], {}, "--port"),
+    ("port-too-high", ["--metrics-port", "70000"], {}, "--metrics-port"),
+    ("port-not-a-number", ["--port", "http"], {}, "--port"),
+    ("tp-zero", ["--tp", "0"], {}, "--tp"),
+    ("pp-negative", ["--pp", "-2"], {}, "--pp"),
+    ("gpus-below-world", ["--tp", "2", "--pp", "2", "--gpus-per-instance", "3"], {}, "--gpus-per-instance"),
+    ("repo-s3", ["--model-repository", "s3://bucket/models"], {}, "--model-repository"),
+    ("repo-file-scheme", ["--model-repository", "file:///models"], {}, "--model-repository"),
+    ("repo-relative", ["--model-repository", "models/resnet"], {}, "--model-repository"),
+    ("repo-dotdot", ["--model-repository", "/mnt/hdfs/../etc"], {}, "--model-repository"),
+    ("repo-semicolon", ["--model-repository", "/models;rm -rf /"], {}, "--model-repository"),
+    ("repo-dollar", ["--model-repository", "hdfs:///m$(id)"], {}, "--model-repository"),
+    ("repo-backtick", ["--model-repository", "/m`id`"], {}, "--model-repository"),
+    ("repo-newline", ["--model-repository", "/m\nx"], {}, "--model-repository"),
+    ("repo-quote", ["--model-repository", "/m'x"], {}, "--model-repository"),
+    ("repo-bad-authority", ["--model-repository", "hdfs://nn_1:x/m"], {}, "--model-repository"),
+    ("image-pipe", ["--image", "triton|sh"], {}, "--image"),
+    ("image-ampersand", ["--image", "triton&&id"], {}, "--image"),
+    ("image-missing-docker", ["--image", ""], {}, "--image"),
+    ("tag-angle", ["--placement-tag", "nv<x"], {}, "--placement-tag"),
+    ("tag-slash", ["--placement-tag", "nv/idia"], {}, "--placement-tag"),
+    ("env-no-equals", ["--env", "TRITON_LOG_VERBOSE"], {}, "--env"),
+    ("env-empty-key", ["--env", "=1"], {}, "--env"),
+    ("env-digit-key", ["--env", "1A=1"], {}, "--env"),
+    ("env-dash-key", ["--env", "A-B=1"], {}, "--env"),
+    ("env-twice", ["--env", "A=1", "--env", "A=2"], {}, "--env"),
+    ("env-runtime-override", ["--env", "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE=evil"], {}, "--env"),
+    ("env-command-substitution", ["--env", "A=$(id)"], {}, "--env"),
+    ("env-carries-token", ["--token", TOKEN, "--env", f"API_KEY={TOKEN}"], {}, "--env"),
+    ("env-tarn-token-key", ["--env", "TARN_TOKEN=x"], {}, "--env"),
+    ("cooldown-negative", ["--cooldown", "-1"], {}, "--cooldown"),
+    ("secrets-s3", ["--secrets", "s3://bucket/hf.jceks"], {}, "--secrets"),
+    ("secrets-relative", ["--secrets", "hf.jceks"], {}, "--secrets"),
+    ("secrets-metachar", ["--secrets", "/s/hf.jceks;id"], {}, "--secrets"),
+    ("zk-path-relative", ["--zk-path", "services/triton"], {}, "--zk-path"),
+    ("zk-path-trailing-slash", ["--zk-path", "/services/"], {}, "--zk-path"),
+    ("zk-path-reserved", ["--zk-path", "/zookeeper/x"], {}, "--zk-path"),
+    ("zk-ensemble-chroot", ["--zk-ensemble", "zk1:2181/tarn"], {}, "--zk-ensemble"),
+    ("zk-ensemble-port", ["--zk-ensemble", "zk1:99999"], {}, "--zk-ensemble"),
+    ("token-empty", ["--token", ""], {}, "--token"),
+    ("token-space", ["--token", "two words"], {}, "--token"),
+    ("token-and-file", ["--token", TOKEN, "--token-file", "/etc/tarn/token"], {}, "--token-file"),
+    ("address", ["--address", "everywhere"], {}, "--address"),
+    ("service-name-upper", ["--service-name", "Tarn"], {}, "--service-name"),
+    ("queue-metachar", ["--queue", "q;x"], {}, "--queue"),
+    ("runtime-unknown", ["--runtime", "podman"], {}, "--runtime"),
+    ("stride-needed", ["--no-anti-affinity", "--max-instances", "3"], {}, "--port-stride"),
+    (
+        "stride-clash",
+        ["--no-anti-affinity", "--port-stride", "1", "--max-instances", "2"],
+        {},
+        "--port-stride",
+    ),
+    (
+        "stride-hits-am",
+        ["--no-anti-affinity", "--port-stride", "888", "--max-instances", "2"],
+        {},
+        "--port-stride",
+    ),
+    (
+        "stride-overflow",
+        ["--port", "65000", "--port-stride", "1000", "--max-instances", "2"],
+        {},
+        "--port-stride",
+    ),
+    ("memory-zero", ["--memory-mb", "0"], {}, "--memory-mb"),
+    ("lifetime-zero", ["--lifetime", "0"], {}, "--lifetime"),
+    ("mount-relative", ["--docker-mounts", "data:/data"], {}, "--docker-mounts"),
+    ("mount-mode", ["--docker-mounts", "/a:/b:rx"], {}, "--docker-mounts"),
+    ("ports-on-host-network", ["--docker-ports", "8000:8000"], {}, "--docker-ports"),
+    ("ports-bad", ["--docker-network", "bridge", "--docker-ports", "80:x"], {}, "--docker-ports"),
+    ("network-metachar", ["--docker-network", "host;id"], {}, "--docker-network"),
+    ("ranger-service-space", ["--ranger-service", "a b"], {}, "--ranger-service"),
+    ("ranger-audit-env", [], {"RANGER_AUDIT": "maybe"}, "RANGER_AUDIT"),
+    ("unknown-flag", ["--gpu", "1"], {}, "--gpu"),
+    ("abbreviated-flag", ["--model", "/m"], {}, "--model"),
+    ("python-metachar", ["--python", "python3;id"], {}, "--python"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "flag"), [case[1:] for case in BAD], ids=[case[0] for case in BAD]
+)
+def test_bad_input_names_the_flag_in_one_line(argv: list[str], environ: dict[str, str], flag: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse(*argv, environ=environ)
+    message = str(caught.value)
+    assert flag in message
+    assert "\n" not in message
+    assert "\r" not in message
+    assert TOKEN not in message
+
+
+def test_missing_model_repository() -> None:
+    with pytest.raises(ConfigError, match=r"^--model-repository: is required"):
+        parse_config(["--image", IMAGE], {})
+
+
+def test_validate_checks_hand_built_configs() -> None:
+    good = TarnConfig(model_repository="hdfs:///models", image=IMAGE)
+    assert validate(good) is good
+    with pytest.raises(ConfigError, match=r"^--min-instances"):
+        validate(replace(good, min_instances=9))
+    with pytest.raises(ConfigError, match=r"^--docker-mounts"):
+        validate(replace(good, docker_mounts=("/a:/b",)))

@@ -1,5 +1,7 @@
-"""Each option is declared once (a TarnConfig field): the CLI flag, the module option, the doc
-fragment entry, the argv round trip and the launcher's parser all come from that one list."""
+"""Each option is declared once (a TarnConfig field): the module option, the doc fragment entry and
+the generated files (tarn.ansible_options), the CLI flag and the argv round trip
+(tarn.stdlib.config.argv) and the launcher's parser (tarn.stdlib.launcher.main) all come from that
+one list."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A controller restart keeps the scaling history and finishes the drains in progress: both are
-written to ZooKeeper (here the registry stand-in of test_controller_trust; a real ZooKeeper in
+written to ZooKeeper (here the registry stand-in of tests/support/controller.py; a real ZooKeeper in
 tests/integration/test_registry_takeover.py) and read back by the next controller."""
 
 from __future__ import annotations
@@ -7,9 +7,7 @@ from __future__ import annotations
 from tarn.controller.drain import Drain
 from tarn.controller.loop import ControlLoop
 from tarn.controller.memory import Memory, ScalingEvent, decode, encode, memory_path
-
-from .test_controller_loop import Lab, make
-from .test_controller_trust import Registry
+from tests.support.controller import Lab, Registry, make
 
 
 def test_memory_path_is_beside_the_instances() -> None:

@@ -1,10 +1,15 @@
-"""The controller's API with Ranger (--ranger-service): /authorize, the models /instances and
-/dashboard show, the Ranger series of /metrics; and without it, nothing filtered and /authorize
-``true``. The policies come from a PolicyState set by hand (the refresher has its own tests)."""
+"""The controller's HTTP API on a loopback port (tarn.controller.server): the token and its
+forms, malformed parameters, the security headers, /instances, /metrics, /dashboard, /config and
+the drain; and with Ranger (--ranger-service): /authorize, the models /instances and /dashboard
+show, the Ranger series of /metrics; without it, nothing filtered and /authorize ``true``. The
+policies come from a PolicyState set by hand (the refresher has its own tests); the controller is
+tests/support/controller.py's, driven by a scripted RM and scripted scrapes."""
 
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -13,28 +18,146 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.controller.dashboard import render_dashboard
-from tarn.controller.observe import Container, Scrape
-from tarn.controller.server import Api, serve, with_visible_models
+from tarn.controller.server import SECURITY_HEADERS, Api, serve, with_visible_models
 from tarn.ranger.authorizer import Authorizer
 from tarn.ranger.state import Documents, PolicyState, polled
 from tarn.stdlib.api_token import Secret
+from tests.support.controller import AUTH, MODELS, TOKEN, ModelScraper, make
 from tests.support.ranger_documents import BASIC, USERS
-from tests.unit.test_controller_loop import TOKEN, FakeScraper, call, make
 
-AUTH = {"X-TARN-Token": TOKEN}
-MODELS = ("add_one", "add_sub", "linear_onnx")
 NOW = 1_750_000_000.0
 LOADED = polled(PolicyState(), Documents(BASIC, None, USERS), [], NOW)
 
 
-class ModelScraper(FakeScraper):
-    """Every instance serves MODELS."""
+@dataclass(frozen=True)
+class Reply:
+    code: int
+    headers: dict[str, str]
+    body: bytes
 
-    def scrape_all(self, containers: list[Container], want_models: set[str]) -> dict[str, Scrape]:
-        return {
-            k: replace(s, models=MODELS if s.models is not None else None)
-            for k, s in super().scrape_all(containers, want_models).items()
-        }
+
+def call(url: str, headers: dict[str, str] | None = None, method: str = "GET") -> Reply:
+    request = urllib.request.Request(url, headers=headers or {}, method=method)  # noqa: S310 - loopback
+    try:
+        with urllib.request.urlopen(request, timeout=5) as reply:  # noqa: S310 - loopback
+            return Reply(reply.status, dict(reply.headers), reply.read())
+    except urllib.error.HTTPError as error:
+        return Reply(error.code, dict(error.headers), error.read())
+
+
+# ---- the API
+
+
+@pytest.fixture
+def api_url() -> Iterator[str]:
+    lab = make(instances=2)
+    lab.scraper.inflight = {"triton-0": 1.0}
+    lab.ticks(2)
+    server = serve(Api(lab.controller, Secret(TOKEN)), "127.0.0.1", 0)
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.mark.parametrize(
+    "path", ["/instances", "/metrics", "/dashboard", "/config", "/instances/triton-0/drain"]
+)
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"X-TARN-Token": "wrong"}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}],
+)
+def test_without_the_token_401(api_url: str, path: str, headers: dict[str, str]) -> None:
+    reply = call(api_url + path, headers, "POST" if path.endswith("/drain") else "GET")
+    assert reply.code == 401
+    assert TOKEN not in reply.body.decode()
+    assert reply.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_token_forms(api_url: str) -> None:
+    assert call(api_url + "/instances", AUTH).code == 200
+    assert call(api_url + "/instances", {"Authorization": f"Bearer {TOKEN}"}).code == 200
+    assert call(api_url + f"/metrics?token={TOKEN}").code == 200
+    assert call(api_url + f"/dashboard?token={TOKEN}").code == 200
+    assert call(api_url + f"/instances?token={TOKEN}").code == 400  # ?token= only where no header can be set
+    assert call(api_url + "/health").code == 200  # YARN's readiness check carries no token
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["/instances?format=xml", "/instances?format=json&format=text", "/instances?limit=3", "/metrics?x=1",
+     "/instances?%zz", "/instances/triton-0/drain?wait=maybe"],
+)  # fmt: skip
+def test_malformed_parameters_400(api_url: str, query: str) -> None:
+    reply = call(api_url + query, AUTH, "POST" if "/drain" in query else "GET")
+    assert reply.code == 400
+    assert "error" in json.loads(reply.body)
+
+
+def test_security_headers_on_every_answer(api_url: str) -> None:
+    for path, headers in [("/health", {}), ("/instances", AUTH), ("/nope", AUTH), ("/instances", {})]:
+        reply = call(api_url + path, headers)
+        for key, value in SECURITY_HEADERS.items():
+            assert reply.headers[key] == value, (path, key)
+    assert call(api_url + "/nope", AUTH).code == 404
+    assert call(api_url + "/metrics", AUTH, "POST").code == 405
+
+
+def test_instances_json_and_text(api_url: str) -> None:
+    listing = json.loads(call(api_url + "/instances", AUTH).body)
+    assert listing["target"] == 2
+    assert [i["instance"] for i in listing["instances"]] == ["triton-0", "triton-1"]
+    keys = {"ip", "http_port", "grpc_port", "metrics_port", "state", "registered", "load", "models", "url"}
+    assert keys <= set(listing["instances"][0])
+    text = call(api_url + "/instances", {**AUTH, "Accept": "text/plain"})
+    assert text.headers["Content-Type"].startswith("text/plain")
+    assert text.body == b"127.0.0.1:8000\n127.0.0.1:8000\n"
+    assert call(api_url + "/instances?format=text", AUTH).body == text.body
+
+
+def test_metrics_parse_and_carry_the_seeds_names(api_url: str) -> None:
+    text = call(api_url + "/metrics", AUTH).body.decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    for name in ["tarn_target_containers", "tarn_running_containers", "tarn_container_load"]:
+        assert families[name].samples, name
+    for name in [
+        "tarn_gpu_utilization",
+        "tarn_gpu_memory_used",
+        "tarn_inference_requests",
+        "tarn_scaling_decisions",
+    ]:
+        assert name in families, name
+    load = {s.labels["instance"]: s.value for s in families["tarn_container_load"].samples}
+    assert load == {"triton-0": 0.25, "triton-1": 0.0}
+
+
+def test_dashboard_lists_the_instances(api_url: str) -> None:
+    page = call(api_url + "/dashboard", AUTH)
+    assert page.code == 200
+    assert b"triton-0" in page.body
+    assert b"triton-1" in page.body
+    assert TOKEN.encode() not in page.body
+
+
+def test_drain_over_http(api_url: str) -> None:
+    assert call(api_url + "/instances/triton-9/drain", AUTH, "POST").code == 404
+    reply = call(api_url + "/instances/triton-1/drain?wait=false", AUTH, "POST")
+    assert json.loads(reply.body) == {"instance": "triton-1", "drained": False}
+    reply = call(api_url + "/instances/triton-1/drain", AUTH, "DELETE")
+    assert json.loads(reply.body) == {"instance": "triton-1", "drained": False}
+    assert call(api_url + "/instances/triton-1/drain", AUTH, "DELETE").code == 404
+
+
+def test_config_redacts_the_token() -> None:
+    lab = make(instances=1, token=Secret(TOKEN))
+    server = serve(Api(lab.controller, Secret(TOKEN)), "127.0.0.1", 0)
+    try:
+        reply = call(f"http://127.0.0.1:{server.server_address[1]}/config", AUTH)
+    finally:
+        server.shutdown()
+    assert json.loads(reply.body)["token"] == "***"  # noqa: S105 - the redaction mark
+    assert TOKEN not in reply.body.decode()
+
+
+# ---- with Ranger, and without it
 
 
 @dataclass

@@ -1,0 +1,126 @@
+"""A TARN service on the lab, as the e2e tests drive it: the ``tarn`` CLI and the tarn.yarn modules
+(through ansible-playbook) against the lab's RM and WebHDFS, the example models, the instances YARN
+reports READY, and the service's controller API (found with tarn.service.controller_url)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from tarn.cli import instances_of
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.service import controller_url
+from tests.support import ROOT
+from tests.support.lab import LAB_MASTER, LAB_USER, WORKERS, podman_exec
+
+MODELS = ROOT / "examples" / "model_repository"
+CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
+# The tarn.yarn modules' connection to the lab (module_defaults for group/tarn.yarn.tarn).
+CONNECTION = {
+    "rm_url": [f"http://{LAB_MASTER}:8088"],
+    "webhdfs_url": f"http://{LAB_MASTER}:9870",
+    "user": LAB_USER,
+}
+
+
+def tarn(
+    *args: str, token: str | None = None, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """The ``tarn`` CLI of this checkout; ``token`` goes as one word (a random token may start with
+    "-"), ``env`` over this process's environment."""
+    flags = [f"--token={token}"] if token else []
+    return subprocess.run(
+        [sys.executable, "-m", "tarn", *args, *flags],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def run_module(module: str, args: dict[str, Any], *flags: str) -> dict[str, Any]:
+    """Run one tarn.yarn module through ansible-playbook; its registered result."""
+    playbook = [
+        {
+            "hosts": "localhost",
+            "gather_facts": False,
+            "module_defaults": {"group/tarn.yarn.tarn": CONNECTION},
+            "tasks": [
+                {"name": "module", f"tarn.yarn.{module}": args, "register": "out", "ignore_errors": True},
+                {
+                    "name": "result",
+                    "ansible.builtin.copy": {"content": "{{ out | to_json }}", "dest": "{{ result_file }}"},
+                    "check_mode": False,
+                },
+            ],
+        }
+    ]
+    work = Path(tempfile.mkdtemp(prefix="tarn-mod-"))
+    (work / "play.yml").write_text(json.dumps(playbook))
+    done = subprocess.run(
+        ["ansible-playbook", "-i", "localhost,", "-c", "local",
+         "-e", f"ansible_python_interpreter={sys.executable}",
+         "-e", f"result_file={work / 'result.json'}", str(work / "play.yml"), *flags],
+        capture_output=True, text=True, timeout=900, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result: dict[str, Any] = json.loads((work / "result.json").read_text())
+    assert not result.get("failed"), f"tarn.yarn.{module} failed: {result.get('msg')}"
+    return result
+
+
+def ready_instances(rm: ResourceManager, name: str, count: int) -> list[dict[str, Any]] | None:
+    service = rm.service(name)
+    rows = [r for r in instances_of(service or {}) if r["state"] == "READY"]
+    return rows if len(rows) == count else None
+
+
+def models_on_every_worker(local: str) -> None:
+    """examples/model_repository at ``local`` on each worker, readable by the YARN user."""
+    for worker in WORKERS:
+        podman_exec(worker, "rm", "-rf", local, check=True)
+        subprocess.run(["podman", "cp", str(MODELS), f"{worker}:{local}"], check=True)
+        podman_exec(worker, "chmod", "-R", "a+rX", local, check=True)
+
+
+class Service:
+    """A TARN service of the lab, seen through its controller's API."""
+
+    def __init__(self, rm: ResourceManager, token: str, name: str) -> None:
+        self.rm, self.token, self.name = rm, token, name
+
+    @property
+    def url(self) -> str:
+        url = controller_url(self.rm.service(self.name) or {})
+        if url is None:
+            raise requests.ConnectionError("no controller container yet")
+        return url
+
+    def get(self, path: str, user: str | None = None, **params: str) -> requests.Response:
+        headers = {"X-TARN-Token": self.token, **({"X-TARN-User": user} if user else {})}
+        return requests.get(f"{self.url}{path}", params=params, headers=headers, timeout=10)
+
+    def post(self, path: str) -> requests.Response:
+        return requests.post(f"{self.url}{path}", headers={"X-TARN-Token": self.token}, timeout=60)
+
+    def delete(self, path: str) -> requests.Response:
+        return requests.delete(f"{self.url}{path}", headers={"X-TARN-Token": self.token}, timeout=10)
+
+    def authorize(self, user: str, model: str, action: str) -> bool:
+        reply = self.get("/authorize", model=model, action=action, user=user)
+        assert reply.status_code == 200, reply.text
+        return reply.text == "true"
+
+    def metric(self, name: str) -> float:
+        for line in self.get("/metrics").text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        raise AssertionError(f"{name} not in /metrics")
