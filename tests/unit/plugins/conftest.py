@@ -156,12 +156,11 @@ def running(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def run_module(monkeypatch: pytest.MonkeyPatch):
-    """run_module(module, args, rm, hdfs, check_mode=False, diff=False) -> the module's result."""
+def call_main(monkeypatch: pytest.MonkeyPatch):
+    """call_main(module, args, check_mode=False, diff=False) -> what the module's main() returned
+    (exit_json or fail_json), checked to be JSON as a module's result must be."""
     from ansible.module_utils import basic
     from ansible.module_utils.testing import patch_module_args
-
-    from tarn.service import Cluster
 
     def exit_json(self: Any, **result: Any) -> None:
         raise Exit(result)
@@ -172,15 +171,29 @@ def run_module(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
     monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
 
+    def call(
+        module: Any, args: dict[str, Any], check_mode: bool = False, diff: bool = False
+    ) -> dict[str, Any]:
+        internal = {"_ansible_check_mode": check_mode, "_ansible_diff": diff}
+        with patch_module_args({**args, **internal}), pytest.raises(Exit) as raised:
+            module.main()
+        result: dict[str, Any] = raised.value.result
+        json.dumps(result)
+        return result
+
+    return call
+
+
+@pytest.fixture
+def run_module(monkeypatch: pytest.MonkeyPatch, call_main: Any):
+    """run_module(module, args, rm, hdfs, check_mode=False, diff=False) -> the module's result."""
+    from tarn.service import Cluster
+
     def run(module: Any, args: dict[str, Any], rm: FakeRM, hdfs: FakeHdfs | None = None,
             check_mode: bool = False, diff: bool = False) -> dict[str, Any]:  # fmt: skip
         cluster = Cluster(rm=rm, hdfs=hdfs or FakeHdfs(), user="tarn")  # type: ignore[arg-type]
         monkeypatch.setattr(module, "connect", lambda m: cluster)
-        internal = {"_ansible_check_mode": check_mode, "_ansible_diff": diff}
-        with patch_module_args({**args, **internal}), pytest.raises(Exit) as raised:
-            module.main()
-        result = raised.value.result
-        json.dumps(result)  # what a module returns must be JSON
+        result: dict[str, Any] = call_main(module, args, check_mode, diff)
         return result
 
     return run

@@ -13,8 +13,7 @@ from tarn.errors import ConfigError
 from tarn.ranger.admin import RangerAdminError
 from tarn.ranger.registration import register
 from tarn.ranger.registration_plan import declare, triton_service_def
-
-from .fake_admin import FakeAdmin
+from tests.support.ranger_fake_admin import FakeAdmin
 
 SERVICE = "triton_prod"
 ALICE = {

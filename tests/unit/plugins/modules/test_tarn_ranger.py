@@ -14,9 +14,7 @@ from typing import Any
 import pytest
 from ansible_collections.tarn.yarn.plugins.modules import tarn_ranger
 
-from tests.unit.ranger.fake_admin import FakeAdmin
-
-from ..conftest import Exit
+from tests.support.ranger_fake_admin import FakeAdmin
 
 ROOT = Path(__file__).resolve().parents[4]
 PASSWORD = "admin-s3cret"  # noqa: S105 - a test value
@@ -29,28 +27,14 @@ POLICY = {
 
 
 @pytest.fixture
-def ranger_module(monkeypatch: pytest.MonkeyPatch):
+def ranger_module(monkeypatch: pytest.MonkeyPatch, call_main: Any):
     """ranger_module(args, admin, check_mode=False, diff=False) -> the module's result."""
-    from ansible.module_utils import basic
-    from ansible.module_utils.testing import patch_module_args
-
-    def exit_json(self: Any, **result: Any) -> None:
-        raise Exit(result)
-
-    def fail_json(self: Any, **result: Any) -> None:
-        raise Exit({**result, "failed": True})
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
 
     def run(
         args: dict[str, Any], admin: FakeAdmin, check_mode: bool = False, diff: bool = False
     ) -> dict[str, Any]:
         monkeypatch.setattr(tarn_ranger, "ranger_admin", lambda module: admin)
-        internal = {"_ansible_check_mode": check_mode, "_ansible_diff": diff}
-        with patch_module_args({**ARGS, **args, **internal}), pytest.raises(Exit) as raised:
-            tarn_ranger.main()
-        result = raised.value.result
+        result: dict[str, Any] = call_main(tarn_ranger, {**ARGS, **args}, check_mode, diff)
         assert PASSWORD not in json.dumps(result), "the admin password is never returned"
         return result
 
