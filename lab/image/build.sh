@@ -30,6 +30,9 @@ for unit in getty.target systemd-logind.service systemd-udevd.service systemd-sy
     ln -sf /dev/null "$rootfs/etc/systemd/system/$unit"
 done
 rm -f "$rootfs/etc/machine-id" && touch "$rootfs/etc/machine-id"
+# dpkg without fsync: the roles' package installs took 3-4x as long with it on podman's overlay
+# storage (zookeeper: 26 s -> 7 s). A lab node that loses power is rebuilt, never repaired.
+echo force-unsafe-io > "$rootfs/etc/dpkg/dpkg.cfg.d/tarn-lab-unsafe-io"
 apt_clean="$rootfs/var/cache/apt/archives"
 find "$apt_clean" -name '*.deb' -delete
 # recipe-end
