@@ -90,15 +90,14 @@ lab-job:
 lab-down:
 	ansible-playbook lab/nodes.yml -e tarn_lab_state=absent
 
-# ---- the tests: the fast stages first, so that a lint or unit failure stops CI within minutes
+# ---- the tests: the fast stages first, so that a lint or unit failure stops CI within minutes;
+# then sanity, integration and the production scenario beside the lab's converge (lab/test_stages.sh)
 test:
 	@$(STAGE) "deps" $(MAKE) --no-print-directory deps
 	@$(STAGE) "lint" $(MAKE) --no-print-directory lint
 	@$(STAGE) "unit" $(MAKE) --no-print-directory unit
-	@$(STAGE) "sanity" $(MAKE) --no-print-directory sanity
-	@$(STAGE) "integration" $(MAKE) --no-print-directory integration
 	@$(STAGE) "node image | Hadoop, Knox" $(MAKE) --no-print-directory -j2 --output-sync=target image java
-	@lab/molecule_scenarios.sh
+	@lab/test_stages.sh
 
 lint: deps
 	python -m tarn.ansible_options --check
@@ -139,7 +138,7 @@ $(BUILD)/ranger-harness/ranger-harness.jar: lab/ranger-harness/pom.xml lab/range
 molecule-production: deps image dist
 	cd $(CURDIR) && molecule test -s production
 
-# Each scenario alone (make test runs both through lab/molecule_scenarios.sh, side by side).
+# Each scenario alone (make test runs both through lab/test_stages.sh, side by side).
 # The verifier writes a JUnit report; on failure its failed tests are printed last, where a
 # truncated log still shows them.
 molecule-lab: deps image dist knox

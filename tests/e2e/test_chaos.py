@@ -10,24 +10,30 @@ suite runs last (conftest). Rerun alone with `pytest -s tests/e2e/test_chaos.py`
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.errors import ClusterError
+from tarn.service import instances_of
 from tarn.service.wait import ready, stable
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
 from tests.support.lab import LAB_MASTER, LAB_USER, WORKERS, podman_exec, restart_zookeeper, wait_for
 from tests.support.lab_edge import FRONTEND, ZK_PATH, Registered, backend_ready
-from tests.support.lab_service import run_module
+from tests.support.lab_service import CONNECTION, MODELS, run_module, run_playbook
 from tests.support.load import Load
 
 SERVICE = "tarn-e2e-chaos"
@@ -181,7 +187,7 @@ def restart_haproxy() -> None:
     podman_exec("tarn-lab-edge", "systemctl", "restart", "haproxy", check=True)
 
 
-def rolling_upgrade(count: int = 2) -> None:
+def rolling_upgrade(count: int) -> None:
     """A new "image" through tarn_deploy: YARN's rolling service upgrade, one instance at a time,
     each drained by the controller first (the process runtime has no image: an environment
     variable stands in, the same upgrade)."""
@@ -215,10 +221,6 @@ ZERO_FAILURES = [
     ("reload HAProxy", reload_haproxy, 5, "", False),
     ("stop the NodeManager of an instance for 60 s", stop_a_nodemanager, 60, "the NM's JVM starts", False),
     ("restart the ResourceManager", restart_resourcemanager, 90, "the RM's JVM recovers, NMs resync", True),
-    # Its own application: on the one the faults above had hit, YARN failed it twice
-    # (FAILED_UPGRADE: its RE_INIT reached a container YARN was relaunching, or one a restarted
-    # NodeManager had reacquired; docs/recovery.md).
-    ("a rolling upgrade of both instances", rolling_upgrade, 5, "", True),
     (
         "kill -9 the service AM",
         kill_application_master,
@@ -249,6 +251,58 @@ def test_restart_haproxy_measured(chaos: Watched) -> None:
     answering again."""
     outcome = under_load(chaos, "restart HAProxy", restart_haproxy, settle=0)
     assert outcome.back_s <= 1.0
+
+
+def playbook_vars(**overrides: Any) -> dict[str, Any]:
+    """The chaos service as the day-2 playbooks' variables (role tarn.yarn.tarn)."""
+    own = ("service_name", "runtime", "model_repository", "min_instances", "max_instances", "token")
+    return {
+        "tarn_install": False, "tarn_python_interpreter": sys.executable, "tarn_user": LAB_USER,
+        "tarn_rm_url": CONNECTION["rm_url"], "tarn_webhdfs_url": CONNECTION["webhdfs_url"],
+        "tarn_service_name": SERVICE, "tarn_runtime": OPTIONS["runtime"],
+        "tarn_model_repository": OPTIONS["model_repository"], "tarn_token": OPTIONS["token"],
+        "tarn_min_instances": 2, "tarn_max_instances": 2,
+        "tarn_models_src": str(MODELS), "tarn_models_dest": MODELS_ON_HDFS,
+        "tarn_service_options": {k: v for k, v in OPTIONS.items() if k not in own},
+        **overrides,
+    }  # fmt: skip
+
+
+def test_day_two_playbooks_upgrade_under_load(chaos: Watched, hdfs: WebHdfsClient, tmp_path: Path) -> None:
+    """playbooks/deploy.yml creates the service (its own application: on the one the faults above
+    had hit, YARN failed a rolling upgrade twice, FAILED_UPGRADE, docs/recovery.md). Under load,
+    playbooks/upgrade.yml loads a new model version in place on both instances (no restart), then
+    rolls a new "image" (the process runtime has none: an environment variable stands in; YARN's
+    rolling upgrade, one instance at a time, each drained by the controller first)."""
+    run_module("tarn_deploy", {"service_name": SERVICE, "state": "absent"})
+    run_playbook("deploy.yml", playbook_vars())
+    wait_for(lambda: whole(chaos), 300, "2 instances READY, registered and behind HAProxy")
+    new_models = tmp_path / "models"
+    shutil.copytree(MODELS, new_models)
+    shutil.copytree(new_models / "add_one" / "1", new_models / "add_one" / "2")
+    said: list[str] = []
+    served: list[list[str]] = []
+
+    def upgrade() -> None:
+        model = playbook_vars(tarn_models_src=str(new_models), tarn_models_load=["add_one"])
+        said.append(run_playbook("upgrade.yml", {**model, "tarn_upgrade_spec": False}))
+        for row in instances_of(chaos.rm.service(SERVICE) or {}):
+            url = f"http://{row['host']}:{OPTIONS['port']}/v2/models/add_one"
+            served.append(requests.get(url, timeout=5).json()["versions"])
+        image = {**playbook_vars()["tarn_service_options"], "env": {"TARN_IMAGE_STANDIN": "v2"}}
+        image_vars = playbook_vars(tarn_models_src="", tarn_service_options=image)
+        said.append(run_playbook("upgrade.yml", image_vars))
+
+    fault = "playbooks/upgrade.yml: a model version in place, then a rolling upgrade of both instances"
+    outcome = under_load(chaos, fault, upgrade)
+    assert outcome.ok > 50
+    assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
+    assert outcome.back_s <= 5, f"whole {outcome.back_s:.1f} s after the upgrade"
+    assert "loaded in place" in said[0]
+    assert len(served) == 2, served  # both instances, before any restart
+    assert all("2" in versions for versions in served), served
+    assert hdfs.status(f"{MODELS_ON_HDFS}/add_one/2/model.py") is not None  # restarted instances stage it
+    assert "TARN_IMAGE_STANDIN" in json.dumps(chaos.rm.service(SERVICE) or {})
 
 
 ONE_INSTANCE = [

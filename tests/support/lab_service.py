@@ -77,6 +77,20 @@ def run_module(module: str, args: dict[str, Any], *flags: str) -> dict[str, Any]
     return result
 
 
+def run_playbook(playbook: str, extra: dict[str, Any]) -> str:
+    """Run one of the collection's playbooks (``playbooks/<playbook>``) on localhost with ``extra``
+    as its variables; its output (it must succeed)."""
+    work = Path(tempfile.mkdtemp(prefix="tarn-play-"))
+    (work / "vars.json").write_text(json.dumps(extra))
+    done = subprocess.run(
+        ["ansible-playbook", "-i", "localhost,", "-c", "local", "-e", f"@{work / 'vars.json'}",
+         str(ROOT / "playbooks" / playbook)],
+        capture_output=True, text=True, timeout=1800, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    return done.stdout
+
+
 def ready_instances(rm: ResourceManager, name: str, count: int) -> list[dict[str, Any]] | None:
     service = rm.service(name)
     rows = [r for r in instances_of(service or {}) if r["state"] == "READY"]
