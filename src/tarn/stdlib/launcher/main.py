@@ -7,9 +7,11 @@
    mount) is served in place.
 2. Turns the JCEKS secrets into environment variables of the tritonserver process only
    (huggingface.token → HUGGING_FACE_HUB_TOKEN, tarn.env.X → X). Values are never printed.
-3. Execs tritonserver with the instance's ports, GPU metrics on, and the model control mode that
-   lets TARN load new model versions in place; with tp x pp > 1, execs ``mpirun`` starting a world
-   of tp x pp Triton ranks instead (:mod:`tarn.stdlib.launcher.world`).
+3. Runs tritonserver with the instance's ports, GPU metrics on, and the model control mode that
+   lets TARN load new model versions in place; with tp x pp > 1, ``mpirun`` starting a world of
+   tp x pp Triton ranks instead (:mod:`tarn.stdlib.launcher.world`). It runs as this process's
+   child, not exec'd: when it ends, nothing it started is left on the node, and the launcher
+   exits with its status (:mod:`tarn.stdlib.launcher.supervise`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 
 from tarn.stdlib.config import LAUNCHER_OPTIONS, add_config_arguments, config_from_namespace
 from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
-from tarn.stdlib.launcher import rank, world
+from tarn.stdlib.launcher import rank, supervise, world
 from tarn.stdlib.launcher.secrets import keystore_password, load_environment_from_jceks
 from tarn.stdlib.launcher.staging import StagingError, resolve_repository
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, namenode_location
@@ -39,7 +41,7 @@ PORT_WAIT_S = 30.0
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The launcher's subset of the TARN options (declared once, in tarn.stdlib.config), then its own."""
-    parser = argparse.ArgumentParser(prog="tarn-launcher", description="stage models, then exec tritonserver")
+    parser = argparse.ArgumentParser(prog="tarn-launcher", description="stage models, then run tritonserver")
     add_config_arguments(parser, only=LAUNCHER_OPTIONS)
     parser.add_argument("--secrets-password-file", help="file holding the keystore password")
     parser.add_argument("--instance-id", type=int, default=0)
@@ -116,7 +118,7 @@ def triton_command(args: argparse.Namespace, repository: Path, server_id: str = 
 def launch_command(
     args: argparse.Namespace, repository: Path, environ: Mapping[str, str], world_dir: Path, as_root: bool
 ) -> tuple[list[str], dict[str, str]]:
-    """What to exec, and the environment it adds: tritonserver itself, or mpirun and its world."""
+    """What to run, and the environment it adds: tritonserver itself, or mpirun and its world."""
     serving = triton_command(args, repository, environ.get("CONTAINER_ID", ""))
     size = world.world_size(args.tp, args.pp)
     if size == 1:
@@ -222,8 +224,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         log.error("%s", exc)  # messages name paths and aliases, never secret values
         return 1
     env.update(world_env)
-    log.info("exec %s", " ".join(command))
+    log.info("run %s", " ".join(command))
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execvpe(command[0], command, env)  # noqa: S606 - replaces this process, as intended
-    return 0  # not reached
+    return supervise.exit_status(supervise.supervise(command, env, group=True))

@@ -5,9 +5,9 @@ mpirun starts this wrapper once per rank (see :mod:`tarn.stdlib.launcher.world`)
 - marks the rank as up (a file in the world directory), and on rank 0 waits until every rank is
   up before Triton starts: the instance's ports open, and YARN's readiness check can pass, only
   when the whole world runs;
-- runs Triton as its child, which the kernel kills if this wrapper dies, as it kills the wrapper
-  if mpirun dies (PR_SET_PDEATHSIG), so no rank outlives its world; a signal to the wrapper is
-  passed on to Triton;
+- runs Triton as its child under :mod:`tarn.stdlib.launcher.supervise` (signals passed on, and
+  whatever Triton leaves behind ended with it); the kernel ends Triton if this wrapper dies, as it
+  kills the wrapper if mpirun dies (PR_SET_PDEATHSIG), so no rank outlives its world;
 - ends non-zero when its Triton ends, even with 0: a rank never ends on its own while its world
   serves, so mpirun stops every other rank and YARN restarts the instance.
 """
@@ -15,21 +15,17 @@ mpirun starts this wrapper once per rank (see :mod:`tarn.stdlib.launcher.world`)
 from __future__ import annotations
 
 import argparse
-import ctypes
 import logging
 import os
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
+
+from tarn.stdlib.launcher import supervise
 
 log = logging.getLogger("tarn.launcher")
-
-PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
-FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -70,15 +66,7 @@ def wait_for_world(world_dir: Path, size: int, timeout: float, poll: float = 0.0
 
 def rank_exit_code(returncode: int) -> int:
     """A rank's exit status: never 0 (its world cannot go on without it); 128+N for signal N."""
-    if returncode < 0:
-        return 128 - returncode
-    return returncode or 1
-
-
-def _die_with_parent() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    return supervise.exit_status(returncode) or 1
 
 
 def main(argv: Sequence[str]) -> int:
@@ -87,7 +75,7 @@ def main(argv: Sequence[str]) -> int:
     # This wrapper dies with mpirun too, even when mpirun is killed outright (YARN's SIGKILL after
     # its stop grace), whatever process group MPI started it in; and so does its Triton, below.
     parent = os.getppid()
-    _die_with_parent()
+    supervise.die_with_parent(signal.SIGKILL)
     if os.getppid() != parent:  # mpirun died before the line above took effect
         return 1
     env = dict(os.environ, TARN_RANK=str(args.rank))
@@ -102,13 +90,6 @@ def main(argv: Sequence[str]) -> int:
         log.info("rank 0: all %d ranks are up; Triton starts serving", args.size)
     sys.stdout.flush()
     sys.stderr.flush()
-    child = subprocess.Popen(args.command, env=env, preexec_fn=_die_with_parent)  # noqa: S603 - the rank's own command
-
-    def forward(signum: int, _frame: FrameType | None) -> None:
-        child.send_signal(signum)
-
-    for signum in FORWARDED:
-        signal.signal(signum, forward)
-    code = child.wait()
+    code = supervise.supervise(args.command, env, group=False)
     log.error("rank %d: %s ended with %s; the world stops", args.rank, args.command[0], code)
     return rank_exit_code(code)
