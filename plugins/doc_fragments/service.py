@@ -173,6 +173,12 @@ options:
     description:
       - "Seconds the controller waits for a draining instance's requests to finish. CLI default C(30)."
     type: int
+  replace_unready_after:
+    description:
+      - "Seconds a Triton instance may stay unready, still starting or no longer answering, before the controller decommissions it so that YARN starts another (C(0): never)."
+      - "The new instance has as long to start. Default: as long as a deploy waits for READY."
+      - "Never an instance that YARN's readiness check or the controller finds ready."
+    type: int
   zk_ensemble:
     description:
       - "ZooKeeper the controller registers instances in."

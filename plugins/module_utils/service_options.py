@@ -47,6 +47,7 @@ SERVICE_OPTIONS = {
     'tick_seconds': ({'type': 'float'}, '--tick-seconds'),
     'concurrency_per_instance': ({'type': 'float'}, '--concurrency-per-instance'),
     'drain_timeout': ({'type': 'int'}, '--drain-timeout'),
+    'replace_unready_after': ({'type': 'int'}, '--replace-unready-after'),
     'zk_ensemble': ({'type': 'str'}, '--zk-ensemble'),
     'zk_path': ({'type': 'str'}, '--zk-path'),
     'ranger_service': ({'type': 'str'}, '--ranger-service'),

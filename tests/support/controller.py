@@ -27,6 +27,7 @@ class FakeRm:
     def __init__(self, instances: int) -> None:
         self.no_ip: set[str] = set()  # instances the RM reports without an address yet
         self.unlisted: set[str] = set()  # instances the RM leaves out (a relaunched AM recovering)
+        self.unready: set[str] = set()  # instances YARN's readiness check fails (RUNNING_BUT_UNREADY)
         self.target = instances
         self.next_id = instances
         self.names = [f"triton-{n}" for n in range(instances)]
@@ -39,7 +40,7 @@ class FakeRm:
                 "id": f"c-{n}",
                 "hostname": "w",
                 "ip": None if n in self.no_ip else "127.0.0.1",
-                "state": "READY",
+                "state": "RUNNING_BUT_UNREADY" if n in self.unready else "READY",
             }
             for n in self.names
             if n not in self.unlisted

@@ -68,6 +68,7 @@ SAMPLES: dict[str, Any] = {
     "tick_seconds": 1.0,
     "concurrency_per_instance": 8.0,
     "drain_timeout_s": 45,
+    "replace_unready_after_s": 300,
     "zk_ensemble": "zk1:2181,zk2:2181",
     "zk_path": "/services/tarn/a",
     "ranger_service": "triton_prod",

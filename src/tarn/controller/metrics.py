@@ -92,6 +92,11 @@ class SnapshotCollector(Collector):
         yield CounterMetricFamily(
             "tarn_decommissioned_instances", "Drained instances removed from YARN", counters.decommissioned
         )
+        yield CounterMetricFamily(
+            "tarn_replaced_instances",
+            "Instances unready past --replace-unready-after, removed so that YARN starts others",
+            counters.replaced,
+        )
         yield CounterMetricFamily("tarn_controller_ticks", "Control loop ticks", counters.ticks)
         yield CounterMetricFamily(
             "tarn_demand_reports", "Reports of held requests from activators", counters.demand_reports
@@ -154,9 +159,15 @@ def _per_instance(snap: Snapshot) -> Iterator[GaugeMetricFamily | CounterMetricF
     up = GaugeMetricFamily(
         "tarn_container_ready", "1 when the container answers ready", labels=INSTANCE_LABELS
     )
+    unready = GaugeMetricFamily(
+        "tarn_container_unready_seconds",
+        "How long the container has not answered ready (starting, or stopped answering)",
+        labels=INSTANCE_LABELS,
+    )
     for i in snap.instances:
         labels = [i.instance, i.container_id, i.host]
         up.add_metric(labels, 1.0 if i.state in ("READY", "DRAINING") else 0.0)
+        unready.add_metric(labels, i.unready_s)
         requests.add_metric([*labels, "success"], i.requests_ok)
         requests.add_metric([*labels, "failure"], i.requests_failed)
         if i.load is not None:
@@ -165,7 +176,7 @@ def _per_instance(snap: Snapshot) -> Iterator[GaugeMetricFamily | CounterMetricF
             inflight.add_metric(labels, i.load.inflight)
             if i.load.request_rate > 0:
                 latency.add_metric(labels, i.load.inflight / i.load.request_rate)  # Little's law
-    yield from (up, load, rate, inflight, latency, requests)
+    yield from (up, unready, load, rate, inflight, latency, requests)
 
 
 def _per_gpu(snap: Snapshot) -> Iterator[GaugeMetricFamily]:

@@ -23,6 +23,7 @@ class Counters:
     scaling: dict[str, int] = field(default_factory=lambda: {"up": 0, "down": 0})
     drains: int = 0
     decommissioned: int = 0
+    replaced: int = 0
     ticks: int = 0
     demand_reports: int = 0  # counted as the reports arrive (tarn.controller.inbox)
     models: dict[str, ModelTotals] = field(default_factory=dict)  # per model, since the start
@@ -36,6 +37,7 @@ class Counters:
             self.scaling[events.scaled] += 1
         self.drains += events.drains_started
         self.decommissioned += events.decommissioned
+        self.replaced += events.replaced
         for deltas in events.model_deltas:
             for name, delta in deltas.items():
                 self.models[name] = self.models.get(name, ModelTotals()).plus(delta)

@@ -35,6 +35,7 @@ class InstanceView:
     models: tuple[str, ...]
     requests_ok: float
     requests_failed: float
+    unready_s: float = 0.0  # how long it has not answered ready (starting, or stopped answering)
 
     def record(self, service: str) -> JSON:
         """The discovery record: the znode's JSON (docs/discovery.md)."""
@@ -59,6 +60,7 @@ class TickEvents:
     scaled: str | None = None  # the direction of a scaling decision taken (a history entry)
     drains_started: int = 0  # operator drains and scale-down drains begun
     decommissioned: int = 0  # drained instances YARN accepted to remove
+    replaced: int = 0  # instances unready past --replace-unready-after that YARN accepted to remove
     model_deltas: tuple[Mapping[str, ModelDelta], ...] = ()  # one per instance scraped
 
 

@@ -7,8 +7,9 @@ A tick, in the order the loop calls them:
 - ``plan_watch``: which containers to scrape (the RM's list, plus serving instances the RM's
   answer lacks, within a grace) and which to ask for their models;
 - ``plan_tick``: loads, drains (operator requests, called off while requests are held, their
-  end), the instance views, the registrations, the scaling decision with its holds, and the
-  RM action: a flex, or the decommission of drained victims;
+  end), the instance views, the registrations, the replacement of an instance unready past
+  --replace-unready-after, the scaling decision with its holds, and the RM action: a flex, or the
+  decommission of drained victims or of the instance replaced;
 - ``settle``: the decision once the RM accepted or refused that decommission;
 - ``to_remember`` and ``published``: what to save in ZooKeeper, and the snapshot.
 """
@@ -51,7 +52,7 @@ from tarn.controller.signals import (
     model_views,
 )
 from tarn.controller.snapshot import InstanceView, Snapshot, TickEvents
-from tarn.stdlib.config import TarnConfig
+from tarn.stdlib.config import TarnConfig, cli_flag
 
 MODELS_REFRESH_S = 30.0  # a serving instance's model list is read again this often
 HISTORY_SIZE = 50  # scaling events kept (the dashboard's and ZooKeeper's memory)
@@ -67,6 +68,7 @@ class Tracked:
     models: tuple[str, ...] = ()
     models_at: float = -1e9
     was_ready: bool = False
+    unready_since: float | None = None  # first seen, or seen to stop answering ready; None: ready
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class TickState:
     drains: Mapping[str, Drain] = field(default_factory=dict)  # by instance name
     history: tuple[ScalingEvent, ...] = ()  # newest first
     remembered: Memory | None = None  # what ZooKeeper holds; None until read back
+    refill_to: int | None = None  # after a replacement's decommission: flex back to this target
 
     @classmethod
     def starting(cls, now: float) -> TickState:
@@ -92,6 +95,7 @@ class TickPolicy:
     scaling: Policy
     drain: DrainPolicy
     concurrency: float  # --concurrency-per-instance: the in-flight requests that make load 1.0
+    replace_unready_after_s: float = 0.0  # 0: never
 
     @classmethod
     def from_config(cls, config: TarnConfig) -> TickPolicy:
@@ -100,6 +104,7 @@ class TickPolicy:
             scaling=Policy.from_config(config),
             drain=DrainPolicy.from_config(config),
             concurrency=config.concurrency_per_instance,
+            replace_unready_after_s=float(config.replace_unready_after_s),
         )
 
 
@@ -190,6 +195,7 @@ class TickPlan:
     events: TickEvents
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # for the log
+    replacing: ScalingEvent | None = None  # the history entry of the replacement decommissioned
 
 
 def plan_tick(
@@ -212,8 +218,9 @@ def plan_tick(
     }
     drained = step(drains, activity, requests, now, policy.drain)
     notes.extend(drained.events)
+    drains = dict(drained.drains)
     views = tuple(
-        _view(c, scrapes[c.container_id], loads.get(c.container_id), tracked[c.container_id], drained.drains)
+        _view(c, scrapes[c.container_id], loads.get(c.container_id), tracked[c.container_id], drains, now)
         for c in containers
     )
     tracked = {k: replace(t, was_ready=scrapes[k].ready) for k, t in tracked.items()}
@@ -244,7 +251,65 @@ def plan_tick(
         events=TickEvents(drains_started=drained.started, model_deltas=tuple(deltas)),
         notes=tuple(notes),
     )
-    return plan if drained.decommission else _scale(plan, now, seen, policy)
+    if drained.decommission:
+        return plan
+    plan = _refill(plan)
+    if plan.flex is not None:
+        return plan
+    return _replace_unready(plan, now, seen, policy) or _scale(plan, now, seen, policy)
+
+
+# A container YARN finds serving (its readiness check passes), or one a rolling upgrade is
+# restarting (the upgrade's own business), or one the RM's answer lacks: never replaced.
+LEFT_ALONE_AT_YARN = frozenset({"READY", "UPGRADING", "NEEDS_UPGRADE", UNREPORTED})
+UPGRADING = ("UPGRADING", "UPGRADING_AUTO_FINALIZE", "CANCEL_UPGRADING")
+
+
+def overdue_unready(views: Sequence[InstanceView], bound_s: float) -> tuple[InstanceView, ...]:
+    """Instances to replace, longest unready first: unready for ``bound_s`` or more, to the
+    controller (it does not answer ready) and to YARN alike, so never one that still serves; not
+    draining (a drain ends in its own decommission). A new instance's clock starts when it is
+    first seen, so one still within its start-up budget is never among them."""
+    if bound_s <= 0:
+        return ()
+    unready = [v for v in views if v.state in ("STARTING", "UNREACHABLE")]
+    overdue = [v for v in unready if v.yarn_state not in LEFT_ALONE_AT_YARN and v.unready_s >= bound_s]
+    return tuple(sorted(overdue, key=lambda v: -v.unready_s))
+
+
+def _replace_unready(plan: TickPlan, now: float, seen: Observed, policy: TickPolicy) -> TickPlan | None:
+    """One instance unready past the bound is decommissioned; once YARN accepts (settle), the
+    target is flexed back, so YARN starts another. None: nothing to replace this tick."""
+    if seen.service_state in UPGRADING or removing(plan.state.drains):
+        return None  # a rolling upgrade restarts instances itself; a removal is under way
+    overdue = overdue_unready(plan.views, policy.replace_unready_after_s)
+    if not overdue:
+        return None
+    victim = overdue[0]
+    flag = cli_flag("replace_unready_after_s")
+    reason = (
+        f"{victim.instance} unready for {victim.unready_s:.0f} s ({flag} {policy.replace_unready_after_s:g}, "
+        f"YARN: {victim.yarn_state}): replaced"
+    )
+    return replace(
+        plan,
+        decommission=(victim.instance,),
+        replacing=ScalingEvent(seen.at, "replace", plan.target, plan.target, reason),
+        decision=Decision(plan.target, "hold", f"replacing {victim.instance}", None),
+        notes=(*plan.notes, f"replacing {reason.removesuffix(': replaced')}"),
+    )
+
+
+def _refill(plan: TickPlan) -> TickPlan:
+    """After a replacement's decommission, the target flexed back (again each tick until the RM
+    has it); then forgotten."""
+    want = plan.state.refill_to
+    if want is None:
+        return plan
+    if plan.target >= want:
+        return replace(plan, state=replace(plan.state, refill_to=None))
+    reason = f"a replaced instance's successor: {plan.target} -> {want}"
+    return replace(plan, flex=want, decision=Decision(want, "hold", reason, None))
 
 
 def _scale(plan: TickPlan, now: float, seen: Observed, policy: TickPolicy) -> TickPlan:
@@ -299,6 +364,8 @@ def settle(plan: TickPlan, refused: bool) -> TickPlan:
     done, target = plan.decommission, plan.target
     if not done:
         return plan
+    if plan.replacing is not None:
+        return _settle_replacement(plan, plan.replacing, refused)
     if refused:
         pending = ", ".join(removing(plan.state.drains))
         return replace(plan, decision=Decision(target, "hold", f"draining {pending}", None))
@@ -309,6 +376,20 @@ def settle(plan: TickPlan, refused: bool) -> TickPlan:
         decision=Decision(after, "down", f"decommissioned {len(done)} drained instance(s)", None),
         events=replace(plan.events, decommissioned=len(done)),
         notes=(*plan.notes, f"decommissioned {', '.join(done)} (target {target} -> {after})"),
+    )
+
+
+def _settle_replacement(plan: TickPlan, event: ScalingEvent, refused: bool) -> TickPlan:
+    victim = plan.decommission[0]
+    if refused:
+        reason = f"replacing {victim}: the ResourceManager refused; again next tick"
+        return replace(plan, decision=Decision(plan.target, "hold", reason, None))
+    history = (event, *plan.state.history)[:HISTORY_SIZE]
+    return replace(
+        plan,
+        state=replace(plan.state, history=history, refill_to=plan.target),
+        events=replace(plan.events, replaced=1),
+        notes=(*plan.notes, f"decommissioned {victim}; YARN starts another: {event.reason}"),
     )
 
 
@@ -387,12 +468,13 @@ def _track(
             known = replace(known, sample=scrape.sample, last_activity=now if active else known.last_activity)
         if scrape.models is not None:
             known = replace(known, models=scrape.models, models_at=now)
-        tracked[c.container_id] = known
+        since = None if scrape.ready else known.unready_since if known.unready_since is not None else now
+        tracked[c.container_id] = replace(known, unready_since=since)
     return tracked, loads, deltas
 
 
 def _view(
-    c: Container, scrape: Scrape, load: Load | None, tracked: Tracked, drains: Mapping[str, Drain]
+    c: Container, scrape: Scrape, load: Load | None, tracked: Tracked, drains: Mapping[str, Drain], now: float
 ) -> InstanceView:
     """``tracked``: after this scrape, but ``was_ready`` still the previous tick's."""
     state = "DRAINING" if c.instance in drains else "READY" if scrape.ready else _not_ready(tracked)
@@ -413,6 +495,7 @@ def _view(
         models=tracked.models,
         requests_ok=sample.requests_ok if sample else 0.0,
         requests_failed=sample.requests_failed if sample else 0.0,
+        unready_s=0.0 if tracked.unready_since is None else now - tracked.unready_since,
     )
 
 

@@ -108,6 +108,36 @@ def test_an_unready_instance_is_not_registered() -> None:
     assert views == {"triton-0": ("READY", True), "triton-1": ("STARTING", False)}
 
 
+def test_an_instance_unready_past_the_bound_is_replaced_counted_and_shown() -> None:
+    lab = make(instances=2, replace_unready_after_s=30)
+    lab.scraper.inflight = {"triton-0": 2.0, "triton-2": 2.0}  # load within the band: no scaling
+    lab.scraper.down = {"triton-1"}  # a hung Triton: the controller's probe and YARN's both fail
+    lab.rm.unready = {"triton-1"}
+    lab.ticks(15)  # first seen unready 28 s ago: within the bound
+    assert lab.rm.calls == []
+    text = render(metrics_registry(lab.controller, dict)).decode()
+    unready = {
+        s.labels["instance"]: s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == "tarn_container_unready_seconds"
+    }
+    assert unready == {"triton-0": 0.0, "triton-1": 28.0}
+    lab.ticks(2)  # 30 s: decommissioned; once YARN accepted, the count flexed back
+    assert lab.rm.calls == [("decommission", ["triton-1"]), ("flex", 2)]
+    assert lab.rm.names == ["triton-0", "triton-2"]
+    snap = lab.controller.snapshot
+    [event] = snap.history
+    assert (event.direction, event.target_from, event.target_to) == ("replace", 2, 2)
+    assert event.reason.startswith("triton-1 unready for 30 s (--replace-unready-after 30")
+    lab.ticks(3)
+    assert len(lab.rm.calls) == 2  # nothing more: the new instance serves
+    text = render(metrics_registry(lab.controller, dict)).decode()
+    figures = {s.name: s.value for family in text_string_to_metric_families(text) for s in family.samples}
+    assert figures["tarn_replaced_instances_total"] == 1.0
+    assert "triton-1 unready for 30 s" in render_dashboard(lab.controller.snapshot)
+
+
 def test_no_registration_before_the_rm_reports_an_address() -> None:
     lab = make(instances=2)
     lab.rm.no_ip = {"triton-1"}

@@ -151,6 +151,123 @@ def test_idle_for_the_grace_drains_to_zero() -> None:
     assert plan.state.drains["triton-0"].remove
 
 
+# ---- plan_tick: an instance unready past --replace-unready-after is replaced
+BOUND = 60.0
+DRAINED = Drain(NOW - 1, remove=False)
+REPLACING = replace(POLICY, replace_unready_after_s=BOUND)
+UNREADY = [
+    # name, triton-1: YARN state, was ready, unready since, the service's state, drains, replaced
+    ("unready past the bound", "RUNNING_BUT_UNREADY", True, NOW - 61, "STABLE", {}, True),
+    ("never ready, past the bound", "RUNNING_BUT_UNREADY", False, NOW - 61, "STABLE", {}, True),
+    ("exactly the bound", "RUNNING_BUT_UNREADY", True, NOW - BOUND, "STABLE", {}, True),
+    ("within its start-up budget", "RUNNING_BUT_UNREADY", False, NOW - 59, "STABLE", {}, False),
+    ("first seen now", "RUNNING_BUT_UNREADY", False, None, "STABLE", {}, False),
+    ("YARN finds it ready: it may serve", "READY", True, NOW - 600, "STABLE", {}, False),
+    ("a rolling upgrade restarts it", "UPGRADING", True, NOW - 600, "UPGRADING", {}, False),
+    ("the service upgrades", "RUNNING_BUT_UNREADY", True, NOW - 600, "UPGRADING", {}, False),
+    ("the RM's answer lacks it", UNREPORTED, True, NOW - 600, "STABLE", {}, False),
+    ("an operator drains it", "RUNNING_BUT_UNREADY", True, NOW - 600, "STABLE", {"triton-1": DRAINED}, False),
+    ("a removal is under way", "RUNNING_BUT_UNREADY", True, NOW - 600, "STABLE", REMOVING["drains"], False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "yarn_state", "was_ready", "since", "service", "drains", "replaced"),
+    UNREADY,
+    ids=[c[0] for c in UNREADY],
+)
+def test_an_instance_unready_past_the_bound_is_replaced(
+    name: str,
+    yarn_state: str,
+    was_ready: bool,
+    since: float | None,
+    service: str,
+    drains: dict[str, Drain],
+    replaced: bool,
+) -> None:
+    stuck = Tracked(was_ready=was_ready, unready_since=since)
+    if since is None:  # not seen before: no entry at all
+        start, seen = world(settled(0, 2.0), target=2, drains=drains)
+        seen = replace(seen, containers=(*seen.containers, container(1, yarn_state)))
+        seen = replace(seen, scrapes={**seen.scrapes, "c-1": Scrape(False, None, None)})
+    else:
+        start, seen = world(
+            settled(0, 2.0), (container(1, yarn_state), stuck, Scrape(False, None, None)), drains=drains
+        )
+    seen = replace(seen, service_state=service)
+    plan = plan_tick(start, seen, (), NOW, REPLACING)
+    if not replaced:
+        assert plan.replacing is None
+        assert "triton-1" not in plan.decommission
+        return
+    assert plan.decommission == ("triton-1",)
+    assert plan.flex is None  # the flex back comes once YARN has accepted the decommission
+    assert plan.decision == Decision(2, "hold", "replacing triton-1", None)
+    assert plan.replacing is not None
+    assert plan.replacing.direction == "replace"
+    assert (plan.replacing.target_from, plan.replacing.target_to) == (2, 2)
+    assert plan.replacing.reason.startswith(f"triton-1 unready for {NOW - (since or NOW):.0f} s")
+    assert "--replace-unready-after 60" in plan.replacing.reason
+    assert any(note.startswith("replacing triton-1 unready") for note in plan.notes)
+    assert plan.state.history == ()  # written when YARN accepts (settle)
+
+
+def test_the_bound_zero_never_replaces() -> None:
+    stuck = Tracked(was_ready=True, unready_since=NOW - 1e6)
+    start, seen = world(
+        settled(0, 2.0), (container(1, "RUNNING_BUT_UNREADY"), stuck, Scrape(False, None, None))
+    )
+    assert plan_tick(start, seen, (), NOW, POLICY).replacing is None
+
+
+def test_the_longest_unready_goes_first_one_per_tick() -> None:
+    a = (container(1, "RUNNING_BUT_UNREADY"), Tracked(unready_since=NOW - 70), Scrape(False, None, None))
+    b = (container(2, "RUNNING_BUT_UNREADY"), Tracked(unready_since=NOW - 90), Scrape(False, None, None))
+    start, seen = world(settled(0, 2.0), a, b)
+    assert plan_tick(start, seen, (), NOW, REPLACING).decommission == ("triton-2",)
+
+
+def test_the_unready_clock_starts_when_an_instance_stops_answering_and_stops_when_it_answers() -> None:
+    was = (container(1), Tracked(was_ready=True), Scrape(False, None, None))
+    start, seen = world(settled(0, 2.0), was)
+    plan = plan_tick(start, seen, (), NOW, REPLACING)
+    assert plan.state.tracked["c-1"].unready_since == NOW
+    assert {v.instance: v.unready_s for v in plan.views} == {"triton-0": 0.0, "triton-1": 0.0}
+    later = plan_tick(plan.state, seen, (), NOW + 30, REPLACING)
+    assert later.state.tracked["c-1"].unready_since == NOW
+    assert {v.instance: v.unready_s for v in later.views}["triton-1"] == 30.0
+    back = replace(seen, scrapes={**seen.scrapes, "c-1": Scrape(True, None, None)})
+    assert plan_tick(later.state, back, (), NOW + 31, REPLACING).state.tracked["c-1"].unready_since is None
+
+
+def test_settling_a_replacement() -> None:
+    stuck = Tracked(was_ready=True, unready_since=NOW - 61)
+    start, seen = world(
+        settled(0, 2.0), (container(1, "RUNNING_BUT_UNREADY"), stuck, Scrape(False, None, None))
+    )
+    plan = plan_tick(start, seen, (), NOW, REPLACING)
+    refused = settle(plan, refused=True)
+    assert refused.state.history == ()
+    assert refused.state.refill_to is None
+    assert refused.decision is not None
+    assert "refused" in refused.decision.reason
+    accepted = settle(plan, refused=False)
+    assert [e.direction for e in accepted.state.history] == ["replace"]
+    assert accepted.state.refill_to == 2
+    assert accepted.events.replaced == 1
+    assert accepted.decision == plan.decision  # the target stays: the instance is replaced, not removed
+    assert any(note.startswith("decommissioned triton-1; YARN starts another") for note in accepted.notes)
+    # The next tick: YARN's target dropped to 1; the flex back to 2 (again until the RM has it), then nothing.
+    start, seen = world(settled(0, 2.0), target=1, refill_to=2)
+    refill = plan_tick(start, seen, (), NOW + 1, REPLACING)
+    assert (refill.flex, refill.decommission) == (2, ())
+    assert refill.decision is not None
+    assert refill.decision.target == 2
+    start, seen = world(settled(0, 2.0), settled(1, 2.0), refill_to=2)
+    done = plan_tick(start, seen, (), NOW + 2, REPLACING)
+    assert (done.flex, done.state.refill_to) == (None, None)
+
+
 # ---- plan_tick: drains, views and registrations
 OPERATOR, REMOVAL = Drain(NOW - 1, remove=False), Drain(NOW - 1, remove=True)
 UNDRAIN = Request("triton-1", NOW, drain=False)

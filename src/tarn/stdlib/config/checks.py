@@ -32,6 +32,7 @@ _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?")
 _ZK_PATH = re.compile(r"(/[A-Za-z0-9_.-]+)+")
 _PORT_MAPPING = re.compile(r"(\d{1,5}:)?\d{1,5}")
 _PROGRAM = re.compile(r"[A-Za-z0-9_./+-]+")
+MIN_UNREADY_BOUND_S = 10  # no Triton instance is ready sooner (staging, start, the first probe)
 _RESERVED_ENV_PREFIXES = ("YARN_CONTAINER_RUNTIME_",)  # set by the spec builder from the Docker flags
 _RESERVED_ENV_KEYS = frozenset({"TARN_TOKEN"})
 _UNSAFE_IN_ENV_VALUE = ('"', "`", "\\", "\n", "\r", "$(")  # YARN writes env as export K="V"
@@ -261,6 +262,13 @@ def _check_scaling(c: TarnConfig) -> None:
         fail("concurrency_per_instance", f"{c.concurrency_per_instance} is not positive", "give e.g. 4")
     if c.drain_timeout_s < 0:
         fail("drain_timeout_s", f"{c.drain_timeout_s} is negative", "give seconds, 0 or more")
+    shortest = max(MIN_UNREADY_BOUND_S, 3 * c.tick_seconds)  # a few ticks, and Triton's quickest start
+    if c.replace_unready_after_s < 0 or 0 < c.replace_unready_after_s < shortest:
+        fail(
+            "replace_unready_after_s",
+            f"{c.replace_unready_after_s} is below {shortest:g} s",
+            f"give 0 (never) or at least {shortest:g} seconds, more than an instance takes to start",
+        )
 
 
 def _check_secrets(c: TarnConfig) -> None:

@@ -19,6 +19,9 @@ from tarn.stdlib.api_token import Secret
 Runtime = Literal["docker", "process"]
 RUNTIMES: tuple[Runtime, ...] = ("docker", "process")
 MODEL_VERIFY_MODES = ("hdfs", "recompute")  # how staged bytes are checked (launcher/staging.py)
+# How long an instance may take to become READY: a deploy's wait (tarn.service.options) and the
+# controller's bound before it replaces an instance that stays unready (--replace-unready-after).
+READY_BUDGET_S = 600
 
 # value: --flag VALUE; switch: --flag sets True; negated: --no-x sets False; toggle: --x / --no-x;
 # repeat: --flag VALUE, repeatable (a tuple; comma-separated lists allowed where noted).
@@ -260,6 +263,15 @@ class TarnConfig:
     drain_timeout_s: int = option(
         30, "--drain-timeout", group="scaling", type=int,
         help="seconds the controller waits for a draining instance's requests to finish",
+    )  # fmt: skip
+    replace_unready_after_s: int = option(
+        READY_BUDGET_S, "--replace-unready-after", group="scaling", type=int,
+        help="seconds an instance may stay unready (still starting, or no longer answering) before "
+        "the controller replaces it (0: never); the new one has as long to start",
+        doc=("Seconds a Triton instance may stay unready, still starting or no longer answering, before "
+             "the controller decommissions it so that YARN starts another (C(0): never).",
+             "The new instance has as long to start. Default: as long as a deploy waits for READY.",
+             "Never an instance that YARN's readiness check or the controller finds ready."),
     )  # fmt: skip
     # discovery and authorization
     zk_ensemble: str | None = option(

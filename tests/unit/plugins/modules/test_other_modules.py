@@ -196,3 +196,19 @@ def test_every_cli_flag_is_a_module_option() -> None:
     }
     covered |= {"--anti-affinity", "--tensor-parallelism", "--pipeline-parallelism"}
     assert flags - covered - {"--no-anti-affinity"} == set(), "module options missing for these CLI flags"
+
+
+def test_the_modules_wait_as_long_as_an_instance_may_take_to_start() -> None:
+    """One readiness budget: a deploy's or a scale's wait for READY is the controller's default
+    bound before it replaces an instance that stays unready (--replace-unready-after)."""
+    import yaml
+    from ansible_collections.tarn.yarn.plugins.modules import tarn_deploy
+
+    from tarn.service.options import Options
+    from tarn.stdlib.config import READY_BUDGET_S, default_of
+
+    assert default_of("replace_unready_after_s") == READY_BUDGET_S
+    assert Options().timeout == READY_BUDGET_S
+    for module in (tarn_deploy, tarn_scale):
+        documented = yaml.safe_load(module.DOCUMENTATION)["options"]["wait_timeout"]["default"]
+        assert documented == READY_BUDGET_S, module.__name__
