@@ -11,6 +11,7 @@ suite runs last (conftest). Rerun alone with `pytest -s tests/e2e/test_chaos.py`
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -27,11 +28,21 @@ from kazoo.exceptions import KazooException
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.errors import ClusterError
+from tarn.service import controller_url as service_controller_url
 from tarn.service import instances_of
 from tarn.service.wait import ready, stable
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
-from tests.support.lab import LAB_MASTER, LAB_USER, WORKERS, podman_exec, restart_zookeeper, wait_for
+from tests.support.lab import (
+    LAB_MASTER,
+    LAB_USER,
+    WORKERS,
+    left_behind,
+    podman_exec,
+    restart_zookeeper,
+    running_containers,
+    wait_for,
+)
 from tests.support.lab_edge import FRONTEND, ZK_PATH, Registered, backend_ready
 from tests.support.lab_service import CONNECTION, MODELS, run_module, run_playbook
 from tests.support.load import Load
@@ -42,7 +53,8 @@ ZK_HOSTS = f"{LAB_MASTER}:2181"
 OPTIONS: dict[str, Any] = {
     "service_name": SERVICE, "runtime": "process", "port": 8400, "grpc_port": 8401, "metrics_port": 8402,
     "port_stride": 10, "am_port": 8892, "anti_affinity": False, "min_instances": 2, "max_instances": 2,
-    "tick_seconds": 1, "gpus_per_instance": 0, "memory_mb": 768, "vcores": 1, "controller_memory_mb": 512,
+    "tick_seconds": 1, "replace_unready_after_s": 30, "gpus_per_instance": 0, "memory_mb": 768, "vcores": 1,
+    "controller_memory_mb": 512,
     "zk_ensemble": ZK_HOSTS, "zk_path": ZK_PATH, "token": "chaos-e2e-token", "model_repository": f"hdfs://{MODELS_ON_HDFS}",
 }  # fmt: skip
 
@@ -56,6 +68,7 @@ class Outcome:
     errors: tuple[str, ...]
     longest_s: float  # the slowest request that succeeded: a wait, where the activator held it
     haproxy_log: tuple[str, ...] = ()  # HAProxy's lines for failed or cut requests meanwhile
+    left: tuple[str, ...] = ()  # processes of ended containers still on a worker once whole
 
 
 def where(pattern: str) -> str:
@@ -131,10 +144,11 @@ def under_load(
         back = time.monotonic() - ended
         time.sleep(2)
     tally = load.tally
+    left = nothing_left_behind()
     kinds = sorted({error.split(": ", 1)[-1][:90] for error in tally.errors})
     logged = haproxy_errors_since(began) if tally.failed else ()
     outcome = Outcome(
-        fault, tally.ok, tally.failed, back, tuple(kinds[:5]), max(tally.latencies, default=0.0), logged
+        fault, tally.ok, tally.failed, back, tuple(kinds[:5]), max(tally.latencies, default=0.0), logged, left
     )
     counts = f"{tally.ok} ok, {tally.failed} failed" + (
         f" over {tally.failing_s:.2f} s" if tally.failed else ""
@@ -146,7 +160,18 @@ def under_load(
     )
     for line in logged[:20]:
         print(f"[chaos] haproxy: {line}")
+    for line in left:
+        print(f"[chaos] left behind: {line}")
     return outcome
+
+
+def nothing_left_behind(timeout: float = 20.0) -> tuple[str, ...]:
+    """The processes of ended containers on the workers, once YARN has had ``timeout`` to end
+    them (a stopped container gets SIGTERM, then SIGKILL after the NodeManager's delay)."""
+    deadline = time.monotonic() + timeout
+    while (left := left_behind()) and time.monotonic() < deadline:
+        time.sleep(1)
+    return tuple(left)
 
 
 def haproxy_errors_since(wall: float) -> tuple[str, ...]:
@@ -165,6 +190,59 @@ def kill(pattern: str) -> None:
 
 def kill_one_instance() -> None:
     kill("bin/tritonserver.*--http-port=8400 ")
+
+
+TRITON = "bin/tritonserver.*--http-port=84"
+
+
+def tritons() -> list[tuple[str, int, int]]:
+    """(worker, pid, HTTP port) of each tritonserver of this service on the workers."""
+    found = []
+    for worker in WORKERS:
+        for line in podman_exec(worker, "pgrep", "-af", TRITON).stdout.splitlines():
+            port = re.search(r"--http-port=(\d+)", line)
+            if port:
+                found.append((worker, int(line.split()[0]), int(port.group(1))))
+    return found
+
+
+def restart_a_nodemanager_then_kill_its_triton() -> None:
+    """The NodeManager of an instance restarted (recovery on: it re-acquires the running
+    container), then that instance's tritonserver killed (-9). Before the launcher supervised
+    Triton, an orphaned Python-backend stub kept the container's process group alive, and a
+    re-acquired container is judged by its group: RUNNING_BUT_UNREADY for good."""
+    worker, pid, port = tritons()[0]
+    podman_exec(worker, "systemctl", "restart", "hadoop-yarn-nodemanager", check=True)
+    wait_for(lambda: triton_listed(worker, port), 120, f"{worker}'s NodeManager back, with the container")
+    podman_exec(worker, "kill", "-KILL", str(pid), check=True)
+
+
+def triton_listed(worker: str, port: int) -> bool:
+    """The worker's NodeManager answers and lists a running container (the one it re-acquired)."""
+    try:
+        return bool(running_containers(worker))
+    except (requests.RequestException, ValueError):
+        return False
+
+
+def hang_a_starting_triton() -> None:
+    """kill -9 one instance; as soon as YARN has started its successor's tritonserver, SIGSTOP it:
+    a Triton that never answers ready (as one whose model never loads). It never serves, so no
+    request can be lost to it; the controller replaces it after --replace-unready-after."""
+    _worker, pid, port = tritons()[0]
+    kill(f"bin/tritonserver.*--http-port={port} ")
+
+    def successor() -> tuple[str, int] | None:
+        return next(((w, p) for w, p, q in tritons() if q == port and p != pid), None)
+
+    worker, new = wait_for(successor, 120, "YARN's relaunch of the killed instance", every=0.1)
+    podman_exec(worker, "kill", "-STOP", str(new), check=True)
+
+
+def kill_every_instance() -> None:
+    """kill -9 every tritonserver of the service, on every worker, at once."""
+    for worker in WORKERS:
+        podman_exec(worker, "pkill", "-KILL", "-f", TRITON)
 
 
 def kill_controller() -> None:
@@ -220,6 +298,13 @@ ZERO_FAILURES = [
     ("restart ZooKeeper", restart_zookeeper, 15, "ZooKeeper's JVM starts, clients reconnect", False),
     ("reload HAProxy", reload_haproxy, 5, "", False),
     ("stop the NodeManager of an instance for 60 s", stop_a_nodemanager, 60, "the NM's JVM starts", False),
+    (
+        "restart the NodeManager of an instance, then kill -9 the Triton it re-acquired",
+        restart_a_nodemanager_then_kill_its_triton,
+        60,
+        "the NM sees the container's group end, YARN relaunches it, Triton loads",
+        False,
+    ),
     ("restart the ResourceManager", restart_resourcemanager, 90, "the RM's JVM recovers, NMs resync", True),
     (
         "kill -9 the service AM",
@@ -243,6 +328,55 @@ def test_no_failed_request(
     assert outcome.ok > 50
     assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
     assert outcome.back_s <= bound, f"{fault}: whole {outcome.back_s:.1f} s after the fault; {why}"
+    assert outcome.left == ()
+
+
+def replaced(watched: Watched) -> tuple[float, list[str]]:
+    """The controller's tarn_replaced_instances_total and its history's replace entries."""
+    url = str(service_controller_url(watched.rm.service(SERVICE) or {}))
+    auth = {"X-TARN-Token": str(OPTIONS["token"])}
+    text = requests.get(f"{url}/metrics", headers=auth, timeout=10).text
+    total = next(
+        float(line.split()[-1])
+        for line in text.splitlines()
+        if line.startswith("tarn_replaced_instances_total")
+    )
+    events = requests.get(f"{url}/dashboard/data", headers=auth, timeout=10).json()["events"]
+    return total, [e["reason"] for e in events if e["direction"] == "replace"]
+
+
+def test_every_instance_killed_at_once(chaos: Watched) -> None:
+    """Both instances killed together, three times: HAProxy's backup, the activator, holds what
+    comes meanwhile; no request fails. The longest wait is printed. (On the application of the
+    service AM's kill: 6 container failures more; YARN places no instance on a node with over 3
+    failed, docs/recovery.md, so the suite spreads its kills over applications.)"""
+    waits = []
+    for repetition in range(1, 4):
+        outcome = under_load(
+            chaos, f"kill -9 every instance at once ({repetition} of 3)", kill_every_instance
+        )
+        waits.append(outcome.longest_s)
+        assert outcome.ok > 50
+        assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
+        assert outcome.back_s <= 60
+        assert outcome.left == ()
+    print(f"[chaos] every instance killed at once: the longest wait {max(waits):.1f} s")
+
+
+def test_a_triton_that_never_answers_is_replaced(chaos: Watched) -> None:
+    """A Triton that hangs while it starts (SIGSTOP) is replaced within --replace-unready-after
+    (30 s here) plus a start; the history and the metric say so; no request fails."""
+    count_before, _ = replaced(chaos)
+    fault = "a Triton that hangs while starting (SIGSTOP)"
+    outcome = under_load(chaos, fault, hang_a_starting_triton, settle=5.0)
+    count, reasons = replaced(chaos)
+    print(f"[chaos] replaced: {count - count_before:.0f}; {reasons[:1]}")
+    assert outcome.ok > 50
+    assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
+    assert outcome.back_s <= 30 + 45, "replaced after the bound, the successor READY and registered"
+    assert outcome.left == ()
+    assert count == count_before + 1
+    assert "(--replace-unready-after 30, YARN: RUNNING_BUT_UNREADY): replaced" in reasons[0]
 
 
 def test_restart_haproxy_measured(chaos: Watched) -> None:
@@ -251,6 +385,7 @@ def test_restart_haproxy_measured(chaos: Watched) -> None:
     answering again."""
     outcome = under_load(chaos, "restart HAProxy", restart_haproxy, settle=0)
     assert outcome.back_s <= 1.0
+    assert outcome.left == ()
 
 
 def playbook_vars(**overrides: Any) -> dict[str, Any]:
@@ -298,6 +433,7 @@ def test_day_two_playbooks_upgrade_under_load(chaos: Watched, hdfs: WebHdfsClien
     assert outcome.ok > 50
     assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
     assert outcome.back_s <= 5, f"whole {outcome.back_s:.1f} s after the upgrade"
+    assert outcome.left == ()
     assert "loaded in place" in said[0]
     assert len(served) == 2, served  # both instances, before any restart
     assert all("2" in versions for versions in served), served
@@ -322,3 +458,4 @@ def test_one_instance_fails_no_request(
     assert outcome.ok > 50
     assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
     assert outcome.back_s <= bound
+    assert outcome.left == ()

@@ -1,5 +1,6 @@
 """The lab as the e2e tests reach it: its master and user, a command run in a node with ``podman
-exec``, a wait, the znodes under a path, a ZooKeeper restart and a YARN container's log.
+exec``, a wait, the znodes under a path, a ZooKeeper restart, a YARN container's log, and the
+processes an ended container left behind on a node.
 
 A node is named as inventories/lab/hosts.yml names it ("worker1"), by its container
 ("tarn-lab-worker1") or by its address on the lab network, the three forms the tests meet (the
@@ -20,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 import pytest
+import requests
 import yaml
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -102,3 +104,56 @@ def restart_zookeeper() -> None:
 def container_log(worker: str, container_id: str) -> str:
     logs = f"cat /var/log/hadoop/yarn-containers/*/{container_id}/std*"
     return podman_exec(worker, "sh", "-c", logs).stdout
+
+
+# ---- what a YARN container leaves behind on a node (issue 32)
+# The NodeManager's states of a container whose processes must all be gone.
+ENDED = frozenset({
+    "EXITED_WITH_SUCCESS", "EXITED_WITH_FAILURE", "CONTAINER_CLEANEDUP_AFTER_KILL",
+    "CONTAINER_RESOURCES_CLEANINGUP", "DONE", "LOCALIZATION_FAILED",
+})  # fmt: skip
+# Run in the node: every process with a CONTAINER_ID in its environment (YARN sets it in each
+# container's; children inherit it), as "pid container-id command line".
+_LIST_CONTAINER_PROCESSES = """
+import os
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\\0")
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\\0", b" ")[:160]
+    except OSError:
+        continue
+    ids = [e[13:].decode() for e in env if e.startswith(b"CONTAINER_ID=")]
+    if ids:
+        print(pid, ids[0], cmd.decode(errors="replace"))
+"""
+
+
+def address(node: str) -> str:
+    """A lab node's address on the lab network."""
+    return next(ip for name, (podman_name, ip) in _nodes().items() if node in (name, podman_name, ip))
+
+
+def container_processes(node: str) -> list[tuple[int, str, str]]:
+    """(pid, container id, command line) of each process of a YARN container in ``node``."""
+    listed = podman_exec(node, "python3", "-c", _LIST_CONTAINER_PROCESSES, check=True).stdout
+    return [(int(pid), cid, cmd) for pid, cid, cmd in (line.split(" ", 2) for line in listed.splitlines())]
+
+
+def running_containers(node: str) -> set[str]:
+    """The containers ``node``'s NodeManager has not ended (its REST API)."""
+    reply = requests.get(f"http://{address(node)}:8042/ws/v1/node/containers", timeout=10)
+    reply.raise_for_status()
+    listed = (reply.json().get("containers") or {}).get("container") or []
+    return {c["id"] for c in listed if c["state"] not in ENDED}
+
+
+def left_behind(nodes: tuple[str, ...] = WORKERS) -> list[str]:
+    """Processes of ended containers (or of containers their NodeManager does not know) on
+    ``nodes``: "node pid container command", none when every ended container took its own along."""
+    found = []
+    for node in nodes:
+        running = running_containers(node)
+        found += [
+            f"{node} {pid} {cid} {cmd}" for pid, cid, cmd in container_processes(node) if cid not in running
+        ]
+    return found
