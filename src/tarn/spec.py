@@ -315,8 +315,14 @@ def _triton_resource(config: TarnConfig) -> JSON:
     return resource
 
 
+def yarn_checks_triton(config: TarnConfig) -> bool:
+    """Whether YARN's readiness check asks Triton itself. With a stride it cannot (one URL for
+    every instance): DEFAULT, which YARN reports READY as soon as the container has an address."""
+    return not config.port_stride
+
+
 def _triton_readiness(config: TarnConfig) -> JSON:
-    if config.port_stride:
+    if not yarn_checks_triton(config):
         return {"type": "DEFAULT"}
     return _http_readiness(config.port, TRITON_READY_PATH)
 

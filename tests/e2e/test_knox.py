@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -126,12 +127,6 @@ def service(
 ) -> Iterator[Service]:
     here = tmp_path_factory.mktemp("knox")
     token = secrets.token_urlsafe(16)
-    first, second = run_the_role(here, token), run_the_role(here, token)
-    assert first > 0, "the knox role added nothing"
-    assert second == 0, f"a second run of the knox role changed {second} tasks"
-    print(f"\n[knox] the knox role added topology {SERVICE}: {first} changes, then {second}")
-    fresh_lab_admin(here)
-    register_with_the_role(here, RANGER_SERVICE, POLICIES)
     conf = here / "ranger-conf"
     conf.mkdir()
     write_xml(conf, {
@@ -141,7 +136,10 @@ def service(
     })  # fmt: skip
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
-    submitted = tarn(
+    # YARN starts the service while the roles run (the controller polls Ranger every second, so
+    # the policies registered below reach it once they are there)
+    submitting = ThreadPoolExecutor(1).submit(
+        tarn,
         "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}", f"--token={token}",
         "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
@@ -151,6 +149,13 @@ def service(
         "--zk-ensemble", f"{LAB_MASTER}:2181", "--zk-path", ZK_PATH,
         "-rs", RANGER_SERVICE, "--ranger-conf-dir", str(conf), *CLUSTER,
     )  # fmt: skip
+    first, second = run_the_role(here, token), run_the_role(here, token)
+    assert first > 0, "the knox role added nothing"
+    assert second == 0, f"a second run of the knox role changed {second} tasks"
+    print(f"\n[knox] the knox role added topology {SERVICE}: {first} changes, then {second}")
+    fresh_lab_admin(here)
+    register_with_the_role(here, RANGER_SERVICE, POLICIES)
+    submitted = submitting.result()
     assert submitted.returncode == 0, submitted.stderr
     running = Service(rm, token, SERVICE)
     zk = KazooClient(hosts=f"{LAB_MASTER}:2181")

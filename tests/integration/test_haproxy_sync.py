@@ -131,7 +131,7 @@ def test_role_config_has_the_slots_and_checks(role_cfg: Path) -> None:
         "stats socket /var/run/haproxy.sock mode 660 level admin group haproxy expose-fd listeners",
         "option httpchk GET /v2/health/ready",
         "http-check expect status 200",
-        "option redispatch",
+        "option redispatch 1",
         "default-server check inter 1s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down",
         "server activator 127.0.0.1:8099 backup no-check",
     ):

@@ -52,6 +52,7 @@ from tarn.controller.signals import (
     model_views,
 )
 from tarn.controller.snapshot import InstanceView, Snapshot, TickEvents
+from tarn.spec import yarn_checks_triton
 from tarn.stdlib.config import TarnConfig, cli_flag
 
 MODELS_REFRESH_S = 30.0  # a serving instance's model list is read again this often
@@ -96,6 +97,7 @@ class TickPolicy:
     drain: DrainPolicy
     concurrency: float  # --concurrency-per-instance: the in-flight requests that make load 1.0
     replace_unready_after_s: float = 0.0  # 0: never
+    yarn_checks_triton: bool = True  # YARN's READY means Triton answered (no --port-stride)
 
     @classmethod
     def from_config(cls, config: TarnConfig) -> TickPolicy:
@@ -105,6 +107,7 @@ class TickPolicy:
             drain=DrainPolicy.from_config(config),
             concurrency=config.concurrency_per_instance,
             replace_unready_after_s=float(config.replace_unready_after_s),
+            yarn_checks_triton=yarn_checks_triton(config),
         )
 
 
@@ -259,21 +262,25 @@ def plan_tick(
     return _replace_unready(plan, now, seen, policy) or _scale(plan, now, seen, policy)
 
 
-# A container YARN finds serving (its readiness check passes), or one a rolling upgrade is
-# restarting (the upgrade's own business), or one the RM's answer lacks: never replaced.
-LEFT_ALONE_AT_YARN = frozenset({"READY", "UPGRADING", "NEEDS_UPGRADE", UNREPORTED})
+# A container a rolling upgrade is restarting (the upgrade's own business), or one the RM's answer
+# lacks: never replaced; nor one YARN finds READY where YARN's readiness check asks Triton.
+LEFT_ALONE_AT_YARN = frozenset({"UPGRADING", "NEEDS_UPGRADE", UNREPORTED})
 UPGRADING = ("UPGRADING", "UPGRADING_AUTO_FINALIZE", "CANCEL_UPGRADING")
 
 
-def overdue_unready(views: Sequence[InstanceView], bound_s: float) -> tuple[InstanceView, ...]:
-    """Instances to replace, longest unready first: unready for ``bound_s`` or more, to the
-    controller (it does not answer ready) and to YARN alike, so never one that still serves; not
-    draining (a drain ends in its own decommission). A new instance's clock starts when it is
-    first seen, so one still within its start-up budget is never among them."""
+def overdue_unready(
+    views: Sequence[InstanceView], bound_s: float, yarn_checks_triton: bool = True
+) -> tuple[InstanceView, ...]:
+    """Instances to replace, longest unready first: unready for ``bound_s`` or more to the
+    controller (Triton does not answer ready) and, where YARN's readiness check asks Triton, to
+    YARN too; so never one that still serves. Not draining (a drain ends in its own
+    decommission). A new instance's clock starts when it is first seen, so one still within its
+    start-up budget is never among them."""
     if bound_s <= 0:
         return ()
+    left_alone = LEFT_ALONE_AT_YARN | ({"READY"} if yarn_checks_triton else set())
     unready = [v for v in views if v.state in ("STARTING", "UNREACHABLE")]
-    overdue = [v for v in unready if v.yarn_state not in LEFT_ALONE_AT_YARN and v.unready_s >= bound_s]
+    overdue = [v for v in unready if v.yarn_state not in left_alone and v.unready_s >= bound_s]
     return tuple(sorted(overdue, key=lambda v: -v.unready_s))
 
 
@@ -282,7 +289,7 @@ def _replace_unready(plan: TickPlan, now: float, seen: Observed, policy: TickPol
     target is flexed back, so YARN starts another. None: nothing to replace this tick."""
     if seen.service_state in UPGRADING or removing(plan.state.drains):
         return None  # a rolling upgrade restarts instances itself; a removal is under way
-    overdue = overdue_unready(plan.views, policy.replace_unready_after_s)
+    overdue = overdue_unready(plan.views, policy.replace_unready_after_s, policy.yarn_checks_triton)
     if not overdue:
         return None
     victim = overdue[0]

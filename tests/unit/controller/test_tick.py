@@ -162,7 +162,7 @@ UNREADY = [
     ("exactly the bound", "RUNNING_BUT_UNREADY", True, NOW - BOUND, "STABLE", {}, True),
     ("within its start-up budget", "RUNNING_BUT_UNREADY", False, NOW - 59, "STABLE", {}, False),
     ("first seen now", "RUNNING_BUT_UNREADY", False, None, "STABLE", {}, False),
-    ("YARN finds it ready: it may serve", "READY", True, NOW - 600, "STABLE", {}, False),
+    ("YARN's check of Triton finds it ready", "READY", True, NOW - 600, "STABLE", {}, False),
     ("a rolling upgrade restarts it", "UPGRADING", True, NOW - 600, "UPGRADING", {}, False),
     ("the service upgrades", "RUNNING_BUT_UNREADY", True, NOW - 600, "UPGRADING", {}, False),
     ("the RM's answer lacks it", UNREPORTED, True, NOW - 600, "STABLE", {}, False),
@@ -210,6 +210,16 @@ def test_an_instance_unready_past_the_bound_is_replaced(
     assert "--replace-unready-after 60" in plan.replacing.reason
     assert any(note.startswith("replacing triton-1 unready") for note in plan.notes)
     assert plan.state.history == ()  # written when YARN accepts (settle)
+
+
+def test_yarns_default_readiness_is_not_triton_answering() -> None:
+    """With --port-stride, YARN's check is DEFAULT (READY once the container has an address):
+    the controller's probe alone says whether Triton answers."""
+    stuck = Tracked(was_ready=False, unready_since=NOW - 61)
+    start, seen = world(settled(0, 2.0), (container(1, "READY"), stuck, Scrape(False, None, None)))
+    strided = replace(REPLACING, yarn_checks_triton=False)
+    assert plan_tick(start, seen, (), NOW, strided).decommission == ("triton-1",)
+    assert plan_tick(start, seen, (), NOW, REPLACING).decommission == ()
 
 
 def test_the_bound_zero_never_replaces() -> None:
