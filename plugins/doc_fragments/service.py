@@ -175,9 +175,10 @@ options:
     type: int
   replace_unready_after:
     description:
-      - "Seconds a Triton instance may stay unready, still starting or no longer answering, before the controller decommissions it so that YARN starts another (C(0): never)."
+      - "Seconds a Triton instance may stay unready (still starting, or no longer answering)"
+      - "before the controller decommissions it so that YARN starts another. C(0): never."
       - "The new instance has as long to start. Default: as long as a deploy waits for READY."
-      - "Never an instance that YARN's readiness check or the controller finds ready."
+      - "Never an instance the controller finds ready, nor one YARN finds READY where its check asks Triton (no O(port_stride))."
     type: int
   zk_ensemble:
     description:

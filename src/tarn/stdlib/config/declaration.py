@@ -268,10 +268,11 @@ class TarnConfig:
         READY_BUDGET_S, "--replace-unready-after", group="scaling", type=int,
         help="seconds an instance may stay unready (still starting, or no longer answering) before "
         "the controller replaces it (0: never); the new one has as long to start",
-        doc=("Seconds a Triton instance may stay unready, still starting or no longer answering, before "
-             "the controller decommissions it so that YARN starts another (C(0): never).",
+        doc=("Seconds a Triton instance may stay unready (still starting, or no longer answering)",
+             "before the controller decommissions it so that YARN starts another. C(0): never.",
              "The new instance has as long to start. Default: as long as a deploy waits for READY.",
-             "Never an instance that YARN's readiness check or the controller finds ready."),
+             "Never an instance the controller finds ready, nor one YARN finds READY where its check asks "
+             "Triton (no O(port_stride))."),
     )  # fmt: skip
     # discovery and authorization
     zk_ensemble: str | None = option(

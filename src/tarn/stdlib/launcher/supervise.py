@@ -139,7 +139,7 @@ def sweep(
     while (left := found & strays(table(), me, group=group)) and time.monotonic() < deadline:
         _reap()
         time.sleep(0.05)
-    for _ in range(10):  # a stray may have forked meanwhile: until none is left
+    for _round in range(10):  # a stray may have forked meanwhile: until none is left
         left = strays(table(), me, group=group)
         if not left:
             break
