@@ -438,7 +438,7 @@ def test_day_two_playbooks_upgrade_under_load(chaos: Watched, hdfs: WebHdfsClien
 
 
 ONE_INSTANCE = [
-    ("kill -9 the only instance", lambda: kill("bin/tritonserver.*--http-port=84"), 60),
+    ("kill -9 the only instance", lambda: kill(TRITON), 60),
     ("a rolling upgrade of the only instance", lambda: rolling_upgrade(1), 5),
 ]
 

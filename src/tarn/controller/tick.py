@@ -221,9 +221,15 @@ def plan_tick(
     }
     drained = step(drains, activity, requests, now, policy.drain)
     notes.extend(drained.events)
-    drains = dict(drained.drains)
     views = tuple(
-        _view(c, scrapes[c.container_id], loads.get(c.container_id), tracked[c.container_id], drains, now)
+        _view(
+            c,
+            scrapes[c.container_id],
+            loads.get(c.container_id),
+            tracked[c.container_id],
+            drained.drains,
+            now,
+        )
         for c in containers
     )
     tracked = {k: replace(t, was_ready=scrapes[k].ready) for k, t in tracked.items()}
@@ -259,7 +265,7 @@ def plan_tick(
     plan = _refill(plan)
     if plan.flex is not None:
         return plan
-    return _replace_unready(plan, now, seen, policy) or _scale(plan, now, seen, policy)
+    return _replace_unready(plan, seen, policy) or _scale(plan, now, seen, policy)
 
 
 # A container a rolling upgrade is restarting (the upgrade's own business), or one the RM's answer
@@ -284,7 +290,7 @@ def overdue_unready(
     return tuple(sorted(overdue, key=lambda v: -v.unready_s))
 
 
-def _replace_unready(plan: TickPlan, now: float, seen: Observed, policy: TickPolicy) -> TickPlan | None:
+def _replace_unready(plan: TickPlan, seen: Observed, policy: TickPolicy) -> TickPlan | None:
     """One instance unready past the bound is decommissioned; once YARN accepts (settle), the
     target is flexed back, so YARN starts another. None: nothing to replace this tick."""
     if seen.service_state in UPGRADING or removing(plan.state.drains):

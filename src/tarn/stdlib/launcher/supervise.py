@@ -136,7 +136,7 @@ def sweep(
     log.warning("ending %d process(es) left behind: %s", len(found), " ".join(map(str, sorted(found))))
     _signal_all(found, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    while (left := found & strays(table(), me, group=group)) and time.monotonic() < deadline:
+    while found & strays(table(), me, group=group) and time.monotonic() < deadline:
         _reap()
         time.sleep(0.05)
     for _round in range(10):  # a stray may have forked meanwhile: until none is left
