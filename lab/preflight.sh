@@ -7,7 +7,7 @@
 #        lab/preflight.sh --packages the packages of the table: the Makefile's apt list
 set -euo pipefail
 
-# command-or-absolute-path  Debian package  who calls it
+# command, absolute path or shared library (lib*.so.N, found by ldconfig)  Debian package  who calls it
 checks=(
   "podman                      podman           lab/nodes.yml, lab/image, the e2e and chaos tests"
   "runc                        runc             podman's OCI runtime (lab/containers.conf)"
@@ -29,7 +29,13 @@ checks=(
   "java                        openjdk-17-jdk-headless  Hadoop, ZooKeeper, the JCEKS tests"
   "keytool                     openjdk-17-jdk-headless  tests/unit/stdlib/test_jceks.py (real keystores)"
   "mvn                         maven            lab/hadoop-dist/build.sh, lab/ranger-harness, knox/"
-  "curl                        curl             knox/smoke.sh (HTTPS through Knox)"
+  "curl                        curl             knox/smoke.sh (HTTPS through Knox), the SPNEGO test's cross-check"
+  "libgssapi_krb5.so.2         libgssapi-krb5-2 tarn.stdlib.kerberos (SPNEGO through ctypes), the SPNEGO test"
+  "krb5kdc                     krb5-kdc         tests/integration/test_kerberos_spnego.py (a real MIT KDC)"
+  "kdb5_util                   krb5-kdc         tests/integration/test_kerberos_spnego.py (the KDC's database)"
+  "kadmin.local                krb5-admin-server tests/integration/test_kerberos_spnego.py (principals, keytabs)"
+  "kinit                       krb5-user        tests/integration/test_kerberos_spnego.py (a ticket cache)"
+  "klist                       krb5-user        tests/integration/test_kerberos_spnego.py (a keytab's principals)"
   "wrk                         wrk              bench/entry_overhead.py (the C load generator)"
   "nfs-ls                      libnfs-utils     tests/e2e/test_nfs_gateway.py (userspace NFSv3 client)"
   "nfs-cat                     libnfs-utils     tests/e2e/test_nfs_gateway.py (userspace NFSv3 client)"
@@ -46,6 +52,7 @@ missing=()
 for row in "${checks[@]}"; do
   read -r what package why <<<"$row"
   if [[ $what == /* ]]; then [[ -e $what ]] && continue
+  elif [[ $what == lib*.so.* ]]; then /sbin/ldconfig -p | awk -v lib="$what" '$1 == lib {f = 1} END {exit !f}' && continue
   else command -v "$what" >/dev/null && continue
   fi
   missing+=("$what (apt package $package; used by $why)")

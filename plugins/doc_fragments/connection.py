@@ -35,10 +35,22 @@ options:
     type: str
   kerberos:
     description:
-      - Authenticate with SPNEGO, using the Kerberos ticket of the user running the module (C(kinit) first).
-      - Needs the C(requests-gssapi) Python package.
+      - Authenticate with SPNEGO (Kerberos), with the ticket cache of the user running the module (C(kinit) first),
+        or with O(keytab).
+      - Needs MIT's GSSAPI library C(libgssapi_krb5.so.2) (Debian's C(libgssapi-krb5-2)), no Python package.
     type: bool
     default: false
+  principal:
+    description:
+      - The Kerberos principal, for example C(tarn/_HOST@EXAMPLE.COM); C(_HOST) is the host's fully qualified name.
+      - Default the ticket cache's principal, or the first principal of O(keytab).
+      - Implies O(kerberos).
+    type: str
+  keytab:
+    description:
+      - A keytab of O(principal) on the host that runs the module; tickets are obtained from it (in memory, no C(kinit)).
+      - Implies O(kerberos).
+    type: path
 requirements:
   - python >= 3.10
   - requests

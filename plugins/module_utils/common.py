@@ -51,6 +51,8 @@ CONNECTION_ARGS = dict(
     conf_dir=dict(type="path"),
     user=dict(type="str"),
     kerberos=dict(type="bool", default=False),
+    principal=dict(type="str"),
+    keytab=dict(type="path", no_log=False),
 )
 
 SERVICE_NAME_ARGS = dict(service_name=dict(type="str", default="tarn"))
@@ -128,6 +130,8 @@ def connect(module):
         webhdfs=params.get("webhdfs_url"),
         conf_dir=params.get("conf_dir"),
         kerberos=params.get("kerberos"),
+        principal=params.get("principal"),
+        keytab=params.get("keytab"),
         environ=os.environ,
     )
 

@@ -33,7 +33,18 @@ def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
     cluster.add_argument("--rm-url", action="append", help="ResourceManager web URL (repeat for RM HA)")
     cluster.add_argument("--webhdfs-url", help="NameNode HTTP URL, e.g. http://nn:9870")
     cluster.add_argument("--conf-dir", help="Hadoop client configuration (default $HADOOP_CONF_DIR)")
-    cluster.add_argument("--kerberos", action="store_true", help="SPNEGO with the ticket from kinit")
+    cluster.add_argument(
+        "--kerberos", action="store_true", help="SPNEGO (Kerberos): the ticket cache's (kinit) or --keytab's"
+    )
+    cluster.add_argument(
+        "--principal",
+        help="Kerberos principal, _HOST for this host's name (default the ticket cache's, or the "
+        "keytab's first); implies --kerberos",
+    )
+    cluster.add_argument(
+        "--keytab",
+        help="keytab of --principal: tickets obtained and renewed from it, no kinit; implies --kerberos",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -85,6 +96,8 @@ def cluster(args: argparse.Namespace, environ: Mapping[str, str], user: str | No
         webhdfs=args.webhdfs_url,
         conf_dir=args.conf_dir,
         kerberos=args.kerberos,
+        principal=args.principal,
+        keytab=args.keytab,
         environ=environ,
     )
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.clients.spnego import SpnegoAuth, requests_auth
+from tarn.clients.spnego import NegotiateAuth
 from tarn.errors import ConfigError
 from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls, webhdfs_url
-from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+from tarn.stdlib.kerberos import KerberosIdentity, SpnegoAuth
+from tarn.stdlib.webhdfs import Authenticator, SimpleAuth, WebHdfsClient
 
 
 class Cluster:
@@ -44,6 +45,19 @@ def resolve_user(user: str | None, environ: Mapping[str, str]) -> str:
     return name
 
 
+def kerberos_identity(
+    kerberos: bool = False, principal: str | None = None, keytab: str | None = None
+) -> KerberosIdentity | None:
+    """Who TARN is to a Kerberized cluster, or None for simple authentication. A keytab or a
+    principal implies Kerberos; the keytab is checked here (readable, holds the principal), before
+    anything is submitted."""
+    if not (kerberos or principal or keytab):
+        return None
+    identity = KerberosIdentity(principal or None, keytab or None)
+    identity.check()
+    return identity
+
+
 def connect(
     *,
     user: str | None,
@@ -51,19 +65,24 @@ def connect(
     webhdfs: str | None = None,
     conf_dir: str | None = None,
     kerberos: bool = False,
+    principal: str | None = None,
+    keytab: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Cluster:
-    """The RM (every URL, for HA) and WebHDFS, from explicit URLs or the Hadoop client configuration."""
+    """The RM (every URL, for HA) and WebHDFS, from explicit URLs or the Hadoop client configuration.
+    With Kerberos (`kerberos`, or a `principal` or `keytab`), SPNEGO for both (tarn.stdlib.kerberos)."""
     env = environ or {}
     name = resolve_user(user, env)
     conf = client_conf_dir(conf_dir, env)
-    auth = requests_auth() if kerberos else None
+    identity = kerberos_identity(kerberos, principal, keytab)
     urls = resource_manager_urls(rm_urls, conf)
 
     def web_hdfs() -> WebHdfsClient:
         url = webhdfs or webhdfs_url(
             read_properties(conf / "hdfs-site.xml"), read_properties(conf / "core-site.xml")
         )
-        return WebHdfsClient(url, SpnegoAuth() if kerberos else SimpleAuth(name))
+        auth: Authenticator = SpnegoAuth(identity) if identity else SimpleAuth(name)
+        return WebHdfsClient(url, auth)
 
-    return Cluster(rm=ResourceManager(urls, user=name, auth=auth), user=name, make_hdfs=web_hdfs)
+    rm_auth = NegotiateAuth(identity) if identity else None
+    return Cluster(rm=ResourceManager(urls, user=name, auth=rm_auth), user=name, make_hdfs=web_hdfs)

@@ -7,9 +7,9 @@ back to the NameNode, which may pick another DataNode, and so that a CREATE send
 DataNode only. Connection errors, timeouts and 5xx answers are retried with exponential backoff;
 an OPEN cut off mid-stream resumes at the offset it reached; a CREATE is retried whole.
 
-Authentication is an `Authenticator`: `SimpleAuth` (``user.name``), `DelegationTokenAuth`, or the
-SPNEGO one the CLI builds on a Kerberized cluster (tarn.clients.spnego; it needs GSSAPI, which the
-standard library lacks). HDFS's file checksum, recomputed locally, is tarn.stdlib.hdfs_checksum.
+Authentication is an `Authenticator`: `SimpleAuth` (``user.name``), `DelegationTokenAuth`, or
+`tarn.stdlib.kerberos.SpnegoAuth` on a Kerberized cluster (SPNEGO through ctypes over MIT's
+GSSAPI, standard library only). HDFS's file checksum, recomputed locally, is tarn.stdlib.hdfs_checksum.
 
 Not here yet:
 - NameNode HA: the hdfs:// authority is then a nameservice id; pass the active NameNode's HTTP

@@ -1,58 +1,39 @@
-"""The SPNEGO authenticator (tarn.clients.spnego): the header a Kerberized NameNode expects, for the
-HTTP service of its host, and the package named when gssapi is missing (no KDC here: the GSSAPI is a
-stand-in)."""
+"""The requests auth of tarn.clients.spnego: the Negotiate header of tarn.stdlib.kerberos for the
+request's host, set before the request is sent (no 401 round trip). Its tokens against a real KDC:
+tests/integration/test_kerberos_spnego.py; the stdlib side: tests/unit/stdlib/test_kerberos.py."""
 
 from __future__ import annotations
 
-import base64
-import sys
-import types
-from typing import Any
+import requests
 
-import pytest
+from tarn.clients.spnego import NegotiateAuth, requests_auth
+from tarn.stdlib.kerberos import KerberosIdentity
 
 
-class FakeGssapi(types.ModuleType):
-    """What SpnegoAuth uses of python-gssapi: Name, NameType, OID, SecurityContext."""
+class Hosts(KerberosIdentity):
+    """An identity that records the hosts it is asked a token for."""
 
-    def __init__(self) -> None:
-        super().__init__("gssapi")
-        self.contexts: list[dict[str, Any]] = []
-        outer = self
-
-        class Context:
-            def __init__(self, **kwargs: Any) -> None:
-                outer.contexts.append(kwargs)
-
-            def step(self) -> bytes:
-                return b"negotiation-token"
-
-        self.Name = lambda name, kind: (name, kind)
-        self.NameType = types.SimpleNamespace(hostbased_service="hostbased")
-        self.OID = types.SimpleNamespace(from_int_seq=lambda oid: f"oid:{oid}")
-        self.SecurityContext = Context
+    def negotiate(self, host: str) -> str:
+        asked.append(host)
+        return f"Negotiate for-{host}"
 
 
-def test_spnego_asks_for_the_http_service_of_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tarn.clients.spnego import SpnegoAuth
-
-    fake = FakeGssapi()
-    monkeypatch.setitem(sys.modules, "gssapi", fake)
-    auth = SpnegoAuth()
-    header = auth.headers("http://nn1.example:9870/webhdfs/v1/x?op=GETFILESTATUS")
-    assert header == {"Authorization": "Negotiate " + base64.b64encode(b"negotiation-token").decode()}
-    assert fake.contexts == [
-        {"name": ("HTTP@nn1.example", "hostbased"), "mech": "oid:1.3.6.1.5.5.2", "usage": "initiate"}
-    ]
-    assert auth.query() == {}
-    # The DataNode a NameNode redirects to is authorized by the delegation token in the URL.
-    assert auth.headers("http://dn1.example:9864/webhdfs/v1/x?op=OPEN&delegation=abc") == {}
+asked: list[str] = []
 
 
-def test_spnego_without_gssapi_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tarn.clients.spnego import SpnegoAuth
-    from tarn.errors import ConfigError
+def test_every_request_carries_a_token_for_its_own_host() -> None:
+    asked.clear()
+    auth = NegotiateAuth(Hosts("tarn@EXAMPLE.COM", "/etc/security/keytabs/tarn.keytab"))
+    for url in (
+        "http://rm1.example.com:8088/ws/v1/cluster/info",
+        "http://rm2.example.com:8088/app/v1/services",
+    ):
+        request = auth(requests.Request("GET", url).prepare())
+        assert request.headers["Authorization"] == f"Negotiate for-{url.split('/')[2].split(':')[0]}"
+    assert asked == ["rm1.example.com", "rm2.example.com"]
 
-    monkeypatch.setitem(sys.modules, "gssapi", None)  # as if not installed
-    with pytest.raises(ConfigError, match="requests-gssapi"):
-        SpnegoAuth()
+
+def test_without_an_identity_the_ticket_cache() -> None:
+    auth = requests_auth()
+    assert isinstance(auth, NegotiateAuth)
+    assert auth.identity == KerberosIdentity()
