@@ -53,6 +53,14 @@ options:
     description:
       - "YARN queue. CLI default C(default)."
     type: str
+  service_principal:
+    description:
+      - "Kerberos principal the service runs as on a secure cluster (the spec's kerberos_principal), e.g. tarn/_HOST@EXAMPLE.COM; _HOST is each node's name (default $TARN_SERVICE_PRINCIPAL)."
+    type: str
+  service_keytab:
+    description:
+      - "Keytab of --service-principal, the same path on every NodeManager (file:// or a plain path; default $TARN_SERVICE_KEYTAB)."
+    type: str
   lifetime:
     description:
       - "Seconds before YARN stops the service; unlimited when left out."

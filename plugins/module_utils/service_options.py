@@ -18,6 +18,8 @@ SERVICE_OPTIONS = {
     'runtime': ({'type': 'str', 'choices': ['docker', 'process']}, '--runtime'),
     'python': ({'type': 'str'}, '--python'),
     'queue': ({'type': 'str'}, '--queue'),
+    'service_principal': ({'type': 'str'}, '--service-principal'),
+    'service_keytab': ({'type': 'str'}, '--service-keytab'),
     'lifetime': ({'type': 'int'}, '--lifetime'),
     'port': ({'type': 'int'}, '--port'),
     'grpc_port': ({'type': 'int'}, '--grpc-port'),

@@ -160,7 +160,7 @@ def deploy(module):
         config = tarn_config(dict(params, user=cluster.user))
         password = params.get("secrets_password")
         environ = {tarn_service.STORE_PASSWORD_ENV: password} if password else {}
-        desired = tarn_service.desired_service(config, cluster.user, environ, cluster.rm.configured_urls)
+        desired = tarn_service.desired_service(config, cluster.user, environ, cluster.rm.configured_urls, cluster.realm)
         bounds = (config.min_instances, config.max_instances)
     actual = cluster.rm.service(name)
     plan = tarn_service.plan(params["state"], actual, desired.spec if desired else None, bounds)

@@ -38,12 +38,15 @@ def _cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )
     cluster.add_argument(
         "--principal",
-        help="Kerberos principal, _HOST for this host's name (default the ticket cache's, or the "
-        "keytab's first); implies --kerberos",
+        default=os.environ.get("TARN_PRINCIPAL") or None,
+        help="Kerberos principal, _HOST for this host's name (default $TARN_PRINCIPAL, the ticket "
+        "cache's, or the keytab's first); implies --kerberos",
     )
     cluster.add_argument(
         "--keytab",
-        help="keytab of --principal: tickets obtained and renewed from it, no kinit; implies --kerberos",
+        default=os.environ.get("TARN_KEYTAB") or None,
+        help="keytab of --principal (default $TARN_KEYTAB): tickets obtained and renewed from it, no kinit; "
+        "implies --kerberos",
     )
 
 
@@ -116,7 +119,8 @@ def submit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
             raise
         target = None  # --dry-run without a cluster: the controller would read $HADOOP_CONF_DIR
     rm_urls = target.rm.configured_urls if target else ()
-    desired = service.desired_service(config, config.user, environ, rm_urls)  # validates first
+    realm = target.realm if target else None
+    desired = service.desired_service(config, config.user, environ, rm_urls, realm)  # validates first
     for note in desired.notes:
         print(f"tarn: note: {note}", file=sys.stderr)
     if args.dry_run or target is None:

@@ -128,7 +128,19 @@ def build_service_spec(config: TarnConfig, artifacts: Artifacts) -> JSON:
     }
     if config.lifetime is not None:
         spec["lifetime"] = config.lifetime
+    if config.service_principal:
+        # The service AM logs in from this keytab; TARN's controller and launcher do too (the same
+        # flags reach them), so no token the service holds outlives its use.
+        spec["kerberos_principal"] = {
+            "principal_name": config.service_principal,
+            "keytab": keytab_uri(config.service_keytab or ""),
+        }
     return spec
+
+
+def keytab_uri(path: str) -> str:
+    """The spec's keytab: a file:// URI of the path on every NodeManager."""
+    return path if path.startswith("file://") else f"file://{path}"
 
 
 # ---- reading a service back: the one place for the component lookup, the instance number and its port

@@ -39,6 +39,8 @@ SAMPLES: dict[str, Any] = {
     "user": "alice",
     "queue": "gpu",
     "lifetime": 3600,
+    "service_principal": "tarn/_HOST@EXAMPLE.COM",
+    "service_keytab": "/etc/security/keytabs/tarn.service.keytab",
     "jar": None,  # accepted and ignored: never rendered
     "port": 9000,
     "grpc_port": 9001,
@@ -165,5 +167,7 @@ def _companions(name: str) -> dict[str, Any]:
         "anti_affinity": {"port_stride": 10},
         "ranger_conf_dir": {"ranger_service": "triton_prod"},
         "scale_to_zero_after_s": {"min_instances": 0},
+        "service_principal": {"service_keytab": "/etc/security/keytabs/tarn.service.keytab"},
+        "service_keytab": {"service_principal": "tarn/_HOST@EXAMPLE.COM"},
     }
     return needs.get(name, {})

@@ -63,6 +63,21 @@ def test_service_fields() -> None:
     assert "lifetime" not in spec_of()
 
 
+def test_kerberos_principal_only_when_given() -> None:
+    spec = spec_of(
+        "--service-principal", "tarn/_HOST@TARN.LAB", "--service-keytab", "/etc/security/keytabs/tarn.keytab"
+    )
+    assert spec["kerberos_principal"] == {
+        "principal_name": "tarn/_HOST@TARN.LAB",
+        "keytab": "file:///etc/security/keytabs/tarn.keytab",
+    }
+    given_as_uri = spec_of(
+        "--service-principal", "tarn@TARN.LAB", "--service-keytab", "file:///k/tarn.keytab"
+    )
+    assert given_as_uri["kerberos_principal"]["keytab"] == "file:///k/tarn.keytab"
+    assert "kerberos_principal" not in spec_of()
+
+
 @pytest.mark.parametrize("name", [CONTROLLER, TRITON])
 def test_restart_policy_is_always(name: str) -> None:
     assert component(spec_of(), name)["restart_policy"] == "ALWAYS"

@@ -52,7 +52,8 @@ class ResourceManager:
                 reply = self._session.request(
                     method,
                     f"{base}{path}",
-                    params={"user.name": self._user},
+                    # Kerberos (an auth object): SPNEGO alone, never a claimed user.name
+                    params={"user.name": self._user} if self._session.auth is None else None,
                     json=body,
                     timeout=self._timeout,
                     allow_redirects=False,

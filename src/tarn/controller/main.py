@@ -19,6 +19,7 @@ from dataclasses import replace
 from types import FrameType
 
 from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.spnego import NegotiateAuth
 from tarn.controller.loop import ControlLoop
 from tarn.controller.observe import Scraper
 from tarn.controller.registry import Registry
@@ -31,7 +32,8 @@ from tarn.ranger.settings import PluginSettings, settings_of
 from tarn.stdlib.api_token import read_token
 from tarn.stdlib.config import TarnConfig
 from tarn.stdlib.hadoop_site import namenode_http_url
-from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, namenode_location
+from tarn.stdlib.kerberos import SpnegoAuth, service_identity
+from tarn.stdlib.webhdfs import Authenticator, SimpleAuth, WebHdfsClient, namenode_location
 
 log = logging.getLogger("tarn.controller")
 
@@ -44,7 +46,9 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     rm_at = resource_manager_urls(rm_urls, client_conf_dir(None, environ))
     ranger = settings_of(config)  # ConfigError before anything starts
     # no retries within a tick: the loop already treats an unreadable service as "try next tick"
-    rm = ResourceManager(rm_at, user=user, timeout=5.0, service_get_retries=())
+    identity = service_identity(config.service_principal, config.service_keytab)  # a secure cluster
+    rm_auth = NegotiateAuth(identity) if identity else None
+    rm = ResourceManager(rm_at, user=user, timeout=5.0, service_get_retries=(), auth=rm_auth)
     registry = None
     if config.zk_ensemble:
         registry = Registry(config.zk_ensemble, config.zk_path, config.service_name)
@@ -57,7 +61,8 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     if registry is not None:
         registry.watch_demand(controller.note_demand)
     refresher = None if ranger is None else start_ranger(ranger)
-    audit = None if ranger is None or not ranger.audit.on else start_audit(ranger, user, environ)
+    hdfs_auth: Authenticator = SpnegoAuth(identity) if identity else SimpleAuth(user)
+    audit = None if ranger is None or not ranger.audit.on else start_audit(ranger, hdfs_auth, environ)
     authorizer = None if refresher is None else Authorizer(lambda: refresher.state, audit=audit)
     api = Api(controller, read_token(config.token, config.token_file), authorizer)
     if api.token is None:
@@ -105,9 +110,9 @@ def start_ranger(settings: PluginSettings) -> Refresher:
     return refresher
 
 
-def start_audit(settings: PluginSettings, user: str, environ: Mapping[str, str]) -> AuditLog:
+def start_audit(settings: PluginSettings, hdfs_auth: Authenticator, environ: Mapping[str, str]) -> AuditLog:
     """The audit writer for ranger-triton-audit.xml's destinations; HDFS through WebHDFS, found as
-    the launcher finds it ($HADOOP_CONF_DIR), as the controller's user."""
+    the launcher finds it ($HADOOP_CONF_DIR), as the controller's identity (``hdfs_auth``)."""
     host = socket.gethostname()
     hdfs = None
     if settings.audit.hdfs is not None:
@@ -117,7 +122,7 @@ def start_audit(settings: PluginSettings, user: str, environ: Mapping[str, str])
             namenode_http_url(read_properties(conf / "hdfs-site.xml")),
             read_properties(conf / "core-site.xml").get("fs.defaultFS"),
         )
-        client = WebHdfsClient(namenode, SimpleAuth(user), timeout=10.0, retries=1)
+        client = WebHdfsClient(namenode, hdfs_auth, timeout=10.0, retries=1)
         destination = replace(settings.audit.hdfs, dir=folder.rstrip("/"))
         hdfs = HdfsAuditFile(client, destination, settings.app_id, host)
     identity = Identity(settings.service, settings.app_id, host, settings.cluster_name)

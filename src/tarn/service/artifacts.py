@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from tarn import payload
+from tarn.errors import ConfigError
 from tarn.ranger.settings import settings_of, shipped_files
 from tarn.service.plan import spec_version
 from tarn.spec import CONTROLLER, TRITON, Artifacts, build_service_spec, component_of
 from tarn.stdlib.api_token import read_token
-from tarn.stdlib.config import TarnConfig
+from tarn.stdlib.config import TarnConfig, cli_flag
 
 JSON = dict[str, Any]
 
@@ -76,13 +77,21 @@ class Desired:
 
 
 def desired_service(
-    config: TarnConfig, user: str, environ: Mapping[str, str], rm_urls: tuple[str, ...] = ()
+    config: TarnConfig,
+    user: str,
+    environ: Mapping[str, str],
+    rm_urls: tuple[str, ...] = (),
+    realm: str | None = None,
 ) -> Desired:
-    """Validate ``config`` and build its spec and files; ConfigError names the flag at fault."""
+    """Validate ``config`` and build its spec and files; ConfigError names the flag at fault.
+    ``realm``: the cluster is Kerberized (the submitter's realm, "" when unknown), so the service
+    needs a principal of its own, in that realm."""
     ranger = settings_of(config)  # reads and checks ranger-triton-security.xml before any contact
     ranger_files = shipped_files(Path(config.ranger_conf_dir)) if ranger and config.ranger_conf_dir else {}
     artifacts = planned_artifacts(config, user, environ, rm_urls, tuple(ranger_files))
     spec = build_service_spec(config, artifacts)  # validates everything before any contact
+    if realm is not None:
+        check_service_identity(config, realm)
     code = {
         _hdfs_path(artifacts.payload): payload.controller_zipapp(),
         _hdfs_path(artifacts.launcher): payload.launcher_zipapp(),
@@ -105,6 +114,23 @@ def desired_service(
     spec["version"] = spec_version(spec)
     notes = config.notes + (ranger.notes if ranger else ())
     return Desired(config=config, user=user, spec=spec, uploads=uploads, notes=notes)
+
+
+def check_service_identity(config: TarnConfig, realm: str) -> None:
+    """A secure cluster's YARN refuses a service without kerberos_principal, and its containers could
+    not reach HDFS or the RM once the submission's tokens lapse: refuse before any contact."""
+    if not config.service_principal:
+        raise ConfigError(
+            f"{cli_flag('service_principal')}: the cluster uses Kerberos and the service needs a principal "
+            f"of its own; add {cli_flag('service_principal')} tarn/_HOST@{realm or 'REALM'} and "
+            f"{cli_flag('service_keytab')} (its keytab, on every NodeManager)"
+        )
+    service_realm = config.service_principal.rpartition("@")[2]
+    if realm and service_realm != realm:
+        raise ConfigError(
+            f"{cli_flag('service_principal')}: realm {service_realm} is not the cluster's ({realm}); "
+            f"write {config.service_principal.rpartition('@')[0]}@{realm}"
+        )
 
 
 def _env(spec: JSON, component: str) -> dict[str, str]:

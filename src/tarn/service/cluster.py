@@ -8,6 +8,7 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.spnego import NegotiateAuth
 from tarn.errors import ConfigError
 from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls, webhdfs_url
+from tarn.stdlib.hadoop_site import kerberos_enabled
 from tarn.stdlib.kerberos import KerberosIdentity, SpnegoAuth
 from tarn.stdlib.webhdfs import Authenticator, SimpleAuth, WebHdfsClient
 
@@ -22,11 +23,21 @@ class Cluster:
         user: str,
         hdfs: WebHdfsClient | None = None,
         make_hdfs: Callable[[], WebHdfsClient] | None = None,
+        identity: KerberosIdentity | None = None,
     ) -> None:
         self.rm = rm
         self.user = user
+        self.identity = identity  # None: simple authentication
         self._hdfs = hdfs
         self._make_hdfs = make_hdfs
+
+    @property
+    def realm(self) -> str | None:
+        """None with simple authentication; else the submitter's realm ("" for a kinit ticket)."""
+        if self.identity is None:
+            return None
+        principal = self.identity.resolved_principal() or ""
+        return principal.rpartition("@")[2]
 
     @property
     def hdfs(self) -> WebHdfsClient:
@@ -75,6 +86,11 @@ def connect(
     name = resolve_user(user, env)
     conf = client_conf_dir(conf_dir, env)
     identity = kerberos_identity(kerberos, principal, keytab)
+    if identity is None and kerberos_enabled(read_properties(conf / "core-site.xml")):
+        raise ConfigError(
+            f"--kerberos: {conf / 'core-site.xml'} says the cluster uses Kerberos; "
+            "pass --kerberos (the ticket from kinit) or --principal and --keytab"
+        )
     urls = resource_manager_urls(rm_urls, conf)
 
     def web_hdfs() -> WebHdfsClient:
@@ -85,4 +101,6 @@ def connect(
         return WebHdfsClient(url, auth)
 
     rm_auth = NegotiateAuth(identity) if identity else None
-    return Cluster(rm=ResourceManager(urls, user=name, auth=rm_auth), user=name, make_hdfs=web_hdfs)
+    return Cluster(
+        rm=ResourceManager(urls, user=name, auth=rm_auth), user=name, make_hdfs=web_hdfs, identity=identity
+    )

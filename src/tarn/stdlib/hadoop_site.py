@@ -20,6 +20,15 @@ def read_properties(path: Path) -> dict[str, str]:
 
 
 def namenode_http_url(hdfs_site: Mapping[str, str]) -> str | None:
-    """The NameNode's HTTP (WebHDFS) URL from hdfs-site.xml, when it names one (non-HA)."""
+    """The NameNode's HTTP (WebHDFS) URL from hdfs-site.xml, when it names one (non-HA). A secure
+    cluster whose DataNodes use SASL serves HDFS's web endpoints on HTTPS only (dfs.http.policy)."""
+    if hdfs_site.get("dfs.http.policy", "HTTP_ONLY").upper() == "HTTPS_ONLY":
+        address = hdfs_site.get("dfs.namenode.https-address")
+        return f"https://{address}" if address else None
     address = hdfs_site.get("dfs.namenode.http-address")
     return f"http://{address}" if address else None
+
+
+def kerberos_enabled(core_site: Mapping[str, str]) -> bool:
+    """Whether the cluster authenticates with Kerberos (core-site's hadoop.security.authentication)."""
+    return core_site.get("hadoop.security.authentication", "simple").strip().lower() == "kerberos"

@@ -242,6 +242,14 @@ class KerberosIdentity:
         return explain(failure.text, self.principal and resolve_principal(self.principal), self.keytab, host)
 
 
+def service_identity(principal: str | None, keytab: str | None) -> KerberosIdentity | None:
+    """The identity of a TARN service inside YARN (--service-principal, --service-keytab: the spec's
+    kerberos_principal), or None on a cluster with simple authentication."""
+    if not principal:
+        return None
+    return KerberosIdentity(principal, (keytab or "").removeprefix("file://") or None)
+
+
 def reacquire_after(lifetime_s: int) -> float:
     """Seconds until a credential of `lifetime_s` is acquired again: just past half its lifetime
     (MIT's refresh time for keytab tickets), at most REACQUIRE_MAX_S."""

@@ -32,6 +32,9 @@ _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252}[A-Za-z0-9])?")
 _ZK_PATH = re.compile(r"(/[A-Za-z0-9_.-]+)+")
 _PORT_MAPPING = re.compile(r"(\d{1,5}:)?\d{1,5}")
 _PROGRAM = re.compile(r"[A-Za-z0-9_./+-]+")
+_PRINCIPAL = re.compile(
+    r"(?P<primary>[A-Za-z0-9_.-]+)(/(?P<instance>[A-Za-z0-9_.-]+))?@(?P<realm>[A-Za-z0-9.-]+)"
+)
 MIN_UNREADY_BOUND_S = 10  # no Triton instance is ready sooner (staging, start, the first probe)
 _RESERVED_ENV_PREFIXES = ("YARN_CONTAINER_RUNTIME_",)  # set by the spec builder from the Docker flags
 _RESERVED_ENV_KEYS = frozenset({"TARN_TOKEN"})
@@ -371,6 +374,39 @@ def _check_docker(c: TarnConfig) -> None:
         fail("docker_ports", "needs a bridge network", f"drop it or set {cli_flag('docker_network')} bridge")
 
 
+def _check_kerberos(c: TarnConfig) -> None:
+    if not c.service_principal and not c.service_keytab:
+        return
+    if not c.service_principal:
+        fail(
+            "service_keytab",
+            "is given without a principal",
+            f"add {cli_flag('service_principal')} tarn/_HOST@REALM",
+        )
+    if not c.service_keytab:
+        fail(
+            "service_principal",
+            "has no keytab",
+            f"add {cli_flag('service_keytab')} /etc/security/keytabs/<file>",
+        )
+    match = _PRINCIPAL.fullmatch(c.service_principal)
+    if match is None:
+        fail("service_principal", f"{show(c.service_principal)} is not a Kerberos principal",
+             "write primary/_HOST@REALM (e.g. tarn/_HOST@EXAMPLE.COM) or primary@REALM")  # fmt: skip
+    if match["realm"] != match["realm"].upper():
+        fail("service_principal", f"realm {match['realm']!r} is not upper case",
+             f"write the realm as the KDC names it: {match['realm'].upper()}")  # fmt: skip
+    primary, realm = match["primary"], match["realm"]
+    if match["instance"] not in (None, "_HOST"):
+        fail("service_principal", f"{show(c.service_principal)} names one host; instances run on many",
+             f"use {primary}/_HOST@{realm} (each node's keytab) or {primary}@{realm}")  # fmt: skip
+    keytab = c.service_keytab.removeprefix("file://")
+    _require_safe("service_keytab", keytab)
+    if not keytab.startswith("/"):
+        fail("service_keytab", f"{show(c.service_keytab)} is not an absolute path",
+             "give its path on the NodeManagers, e.g. /etc/security/keytabs/tarn.service.keytab")  # fmt: skip
+
+
 _CHECKS: tuple[Callable[[TarnConfig], None], ...] = (
     _check_service,
     _check_model_repository,
@@ -387,4 +423,5 @@ _CHECKS: tuple[Callable[[TarnConfig], None], ...] = (
     _check_zookeeper,
     _check_ranger,
     _check_docker,
+    _check_kerberos,
 )

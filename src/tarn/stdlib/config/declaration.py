@@ -133,6 +133,18 @@ class TarnConfig:
         help="YARN user (default $HADOOP_USER_NAME, then $USER)",
     )  # fmt: skip
     queue: str = option("default", "--queue", group="YARN service", help="YARN queue")
+    service_principal: str | None = option(
+        None, "--service-principal", group="YARN service", launcher=True, metavar="PRINCIPAL",
+        env=("TARN_SERVICE_PRINCIPAL",),
+        help="Kerberos principal the service runs as on a secure cluster (the spec's kerberos_principal), "
+             "e.g. tarn/_HOST@EXAMPLE.COM; _HOST is each node's name (default $TARN_SERVICE_PRINCIPAL)",
+    )  # fmt: skip
+    service_keytab: str | None = option(
+        None, "--service-keytab", group="YARN service", launcher=True, metavar="PATH",
+        env=("TARN_SERVICE_KEYTAB",),
+        help="keytab of --service-principal, the same path on every NodeManager (file:// or a plain path; "
+             "default $TARN_SERVICE_KEYTAB)",
+    )  # fmt: skip
     lifetime: int | None = option(
         None, "--lifetime", group="YARN service", type=int,
         help="seconds before YARN stops the service (default never)",

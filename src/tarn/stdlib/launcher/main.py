@@ -29,10 +29,11 @@ from pathlib import Path
 
 from tarn.stdlib.config import LAUNCHER_OPTIONS, add_config_arguments, config_from_namespace
 from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
+from tarn.stdlib.kerberos import SpnegoAuth, service_identity
 from tarn.stdlib.launcher import rank, supervise, world
 from tarn.stdlib.launcher.secrets import keystore_password, load_environment_from_jceks
 from tarn.stdlib.launcher.staging import StagingError, resolve_repository
-from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient, namenode_location
+from tarn.stdlib.webhdfs import Authenticator, SimpleAuth, WebHdfsClient, namenode_location
 
 log = logging.getLogger("tarn.launcher")
 # Longer than the NodeManager's SIGKILL delay (the yarn_nodemanager role's default: 10 s).
@@ -83,6 +84,12 @@ def cache_dir(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
 
 def hdfs_user(environ: Mapping[str, str]) -> str:
     return environ.get("HADOOP_USER_NAME") or environ.get("USER") or "nobody"
+
+
+def hdfs_auth(args: argparse.Namespace, environ: Mapping[str, str]) -> Authenticator:
+    """SPNEGO from the service's keytab on a secure cluster; the container's user otherwise."""
+    identity = service_identity(args.service_principal, args.service_keytab)
+    return SpnegoAuth(identity) if identity else SimpleAuth(hdfs_user(environ))
 
 
 def webhdfs_location(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, str]:
@@ -144,7 +151,7 @@ def prepare_repository(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     if not args.model_repository.startswith("hdfs://"):
         return resolve_repository(args.model_repository)
     namenode, _path = webhdfs_location(args, environ)
-    client = WebHdfsClient(namenode, SimpleAuth(hdfs_user(environ)))
+    client = WebHdfsClient(namenode, hdfs_auth(args, environ))
     return resolve_repository(
         args.model_repository,
         target_dir=Path.cwd() / "models",

@@ -97,6 +97,7 @@ def test_every_check_runs() -> None:
 # ---- bad input: each fails with one line that names the flag
 
 
+KEYTAB = "/etc/security/keytabs/tarn.service.keytab"
 BAD: list[tuple[str, list[str], dict[str, str], str]] = [
     # (id, argv after BASE, environ, the flag the message must name)
     ("min-above-max", ["--min-instances", "5", "--max-instances", "2"], {}, "--min-instances"),
@@ -207,6 +208,38 @@ BAD: list[tuple[str, list[str], dict[str, str], str]] = [
     ("unknown-flag", ["--gpu", "1"], {}, "--gpu"),
     ("abbreviated-flag", ["--model", "/m"], {}, "--model"),
     ("python-metachar", ["--python", "python3;id"], {}, "--python"),
+    ("principal-without-keytab", ["--service-principal", "tarn/_HOST@TARN.LAB"], {}, "--service-keytab"),
+    ("keytab-without-principal", ["--service-keytab", KEYTAB], {}, "--service-principal"),
+    (
+        "principal-no-realm",
+        ["--service-principal", "tarn/_HOST", "--service-keytab", KEYTAB],
+        {},
+        "--service-principal",
+    ),
+    (
+        "principal-realm-lower",
+        ["--service-principal", "tarn/_HOST@tarn.lab", "--service-keytab", KEYTAB],
+        {},
+        "--service-principal",
+    ),
+    (
+        "principal-one-host",
+        ["--service-principal", "tarn/worker1@TARN.LAB", "--service-keytab", KEYTAB],
+        {},
+        "--service-principal",
+    ),
+    (
+        "keytab-relative",
+        ["--service-principal", "tarn@TARN.LAB", "--service-keytab", "tarn.keytab"],
+        {},
+        "--service-keytab",
+    ),
+    (
+        "keytab-metachar",
+        ["--service-principal", "tarn@TARN.LAB", "--service-keytab", "/k;id"],
+        {},
+        "--service-keytab",
+    ),
 ]
 
 

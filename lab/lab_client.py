@@ -1,0 +1,114 @@
+"""This machine as a client of the lab, secure (Kerberos) or not: the main job and the e2e tests
+reach the lab's RM, WebHDFS and TARN's CLI through here.
+
+A secure lab (TARN_LAB_SECURE=true when site.yml ran) is told by its RM, which answers 401 to a
+request without SPNEGO. Then `use_lab()` fetches what a client needs into build/lab: the realm's
+krb5.conf, a keytab of the user principal tarn@TARN.LAB (made on the lab's KDC with kadmin.local),
+and puts in this process's environment, which every `tarn` subprocess inherits:
+KRB5_CONFIG, the lab CA for Python's TLS (SSL_CERT_FILE, REQUESTS_CA_BUNDLE: HDFS is HTTPS only),
+TARN_PRINCIPAL and TARN_KEYTAB (the CLI's --principal and --keytab), TARN_SERVICE_PRINCIPAL and
+TARN_SERVICE_KEYTAB (the service's own identity, its keytab on every NodeManager).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.spnego import NegotiateAuth
+from tarn.stdlib.kerberos import KerberosIdentity, SpnegoAuth
+from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = Path(os.environ.get("TARN_BUILD", ROOT / "build"))
+MASTER = os.environ.get("TARN_LAB_MASTER", "master")
+MASTER_CONTAINER = "tarn-lab-master"
+USER = "tarn"
+REALM = "TARN.LAB"
+RM_URL = f"http://{MASTER}:8088"
+LAB_DIR = BUILD / "lab"
+KRB5_CONF = LAB_DIR / "krb5.conf"
+USER_KEYTAB = LAB_DIR / f"{USER}.keytab"
+CA = LAB_DIR / "tls" / "ca.pem"  # lab/tls.sh
+USER_PRINCIPAL = f"{USER}@{REALM}"
+SERVICE_PRINCIPAL = f"{USER}/_HOST@{REALM}"
+SERVICE_KEYTAB = (
+    "/etc/security/keytabs/tarn.service.keytab"  # inventories/lab: yarn_nodemanager_service_keytabs
+)
+
+
+@functools.cache
+def secure() -> bool:
+    """Whether the running lab is Kerberized: its RM refuses a request without SPNEGO."""
+    try:
+        with urllib.request.urlopen(f"{RM_URL}/ws/v1/cluster/info", timeout=10):  # noqa: S310 - http://
+            return False
+    except urllib.error.HTTPError as refused:
+        return refused.code == 401
+
+
+def webhdfs_url() -> str:
+    return f"https://{MASTER}:9871" if secure() else f"http://{MASTER}:9870"
+
+
+def cluster_args() -> list[str]:
+    """The CLI's flags for the lab (the identity comes from the environment use_lab sets)."""
+    return ["--rm-url", RM_URL, "--webhdfs-url", webhdfs_url()]
+
+
+def identity() -> KerberosIdentity | None:
+    return KerberosIdentity(USER_PRINCIPAL, str(USER_KEYTAB)) if secure() else None
+
+
+def resource_manager(user: str = USER) -> ResourceManager:
+    who = identity()
+    return ResourceManager([RM_URL], user=user, auth=NegotiateAuth(who) if who else None)
+
+
+def webhdfs(user: str = USER) -> WebHdfsClient:
+    """WebHDFS as `user` (simple authentication) or as tarn@TARN.LAB (secure)."""
+    who = identity()
+    return WebHdfsClient(webhdfs_url(), SpnegoAuth(who) if who else SimpleAuth(user))
+
+
+def use_lab() -> None:
+    """Make this process (and its children) a client of the lab; nothing to do for a simple one."""
+    if not secure():
+        return
+    LAB_DIR.mkdir(parents=True, exist_ok=True)
+    _podman("cp", f"{MASTER_CONTAINER}:/etc/krb5.conf", str(KRB5_CONF))
+    if not USER_KEYTAB.exists():
+        _kadmin(f"addprinc -randkey {USER_PRINCIPAL}", ok_if="already exists")
+        _kadmin(f"ktadd -norandkey -k /root/.tarn-user.keytab {USER_PRINCIPAL}")
+        _podman("cp", f"{MASTER_CONTAINER}:/root/.tarn-user.keytab", str(USER_KEYTAB))
+        _podman("exec", MASTER_CONTAINER, "rm", "-f", "/root/.tarn-user.keytab")
+        USER_KEYTAB.chmod(0o600)
+    os.environ.update(
+        {
+            "KRB5_CONFIG": str(KRB5_CONF),
+            "SSL_CERT_FILE": str(CA),
+            "REQUESTS_CA_BUNDLE": str(CA),
+            "TARN_PRINCIPAL": USER_PRINCIPAL,
+            "TARN_KEYTAB": str(USER_KEYTAB),
+            "TARN_SERVICE_PRINCIPAL": SERVICE_PRINCIPAL,
+            "TARN_SERVICE_KEYTAB": SERVICE_KEYTAB,
+        }
+    )
+
+
+def _kadmin(query: str, ok_if: str = "") -> None:
+    done = subprocess.run(
+        ["podman", "exec", MASTER_CONTAINER, "kadmin.local", "-q", query],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode or ("error" in done.stderr.lower() and not (ok_if and ok_if in done.stderr)):
+        raise RuntimeError(f"kadmin.local -q {query!r}: {done.stderr.strip()}")
+
+
+def _podman(*args: str) -> None:
+    subprocess.run(["podman", *args], check=True, capture_output=True)
