@@ -61,6 +61,13 @@ def cluster_args() -> list[str]:
     return ["--rm-url", RM_URL, "--webhdfs-url", webhdfs_url()]
 
 
+def module_identity() -> dict[str, str]:
+    """The tarn.yarn modules' options for the lab's user and service identities (secure lab)."""
+    if not secure():
+        return {}
+    return {"principal": USER_PRINCIPAL, "keytab": str(USER_KEYTAB)}
+
+
 def identity() -> KerberosIdentity | None:
     return KerberosIdentity(USER_PRINCIPAL, str(USER_KEYTAB)) if secure() else None
 

@@ -15,12 +15,13 @@ import sys
 import time
 from pathlib import Path
 
+import lab_client
 from kazoo.client import KazooClient
 
 from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.errors import TarnError
-from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+from tarn.stdlib.webhdfs import WebHdfsClient
 
 ROOT = Path(__file__).resolve().parents[1]
 MASTER = os.environ.get("TARN_LAB_MASTER", "master")
@@ -34,12 +35,12 @@ BUILD = Path(os.environ.get("TARN_BUILD", ROOT / "build"))
 TOKEN_FILE = BUILD / "lab-secrets" / "tarn-api-token"
 KNOX_CERT = BUILD / "lab" / "edge-knox.pem"  # fetched by the knox role
 KNOX_USER = ("alice", "alice-password")  # Knox's demo LDAP (knox_demo_ldap_users)
-CLUSTER = ["--rm-url", f"http://{MASTER}:8088", "--webhdfs-url", f"http://{MASTER}:9870"]
 
 
 def check_cluster(rm: ResourceManager) -> None:
     info = rm.cluster_info()
-    print(f"ResourceManager {info['resourceManagerVersion']} is {info['haState']}")
+    security = "Kerberos, realm " + lab_client.REALM if lab_client.secure() else "simple authentication"
+    print(f"ResourceManager {info['resourceManagerVersion']} is {info['haState']} ({security})")
     for node in rm.nodes():
         print(f"  NodeManager {node['nodeHostName']}: {node['state']}, yarn.io/gpu={node_gpus(node)}")
     zk = KazooClient(hosts=f"{MASTER}:2181", timeout=10)
@@ -62,7 +63,7 @@ def submit() -> None:
          "--model-cache-dir", "/var/lib/tarn/model-cache",  # the yarn_nodemanager role's node cache
          "--min-instances", "2", "--max-instances", "2", "--memory-mb", "1024", "--vcores", "1",
          "--controller-memory-mb", "512", "--zk-ensemble", f"{MASTER}:2181", "--token-file", str(TOKEN_FILE),
-         *CLUSTER],
+         *lab_client.cluster_args()],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.returncode:
@@ -115,11 +116,12 @@ def infer_through(
 
 
 def main() -> int:
-    rm = ResourceManager([f"http://{MASTER}:8088"], user=USER)
+    lab_client.use_lab()  # a secure lab: Kerberos and TLS settings for this process and its children
+    rm = lab_client.resource_manager(USER)
     try:
         check_cluster(rm)
         if rm.service(SERVICE) is None:
-            upload_models(WebHdfsClient(f"http://{MASTER}:9870", SimpleAuth(USER)))
+            upload_models(lab_client.webhdfs(USER))
             submit()
         hosts = ready_hosts(rm)
         print(f"TARN service {SERVICE}: Triton READY on {', '.join(hosts)}")

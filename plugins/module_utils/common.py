@@ -97,8 +97,10 @@ def argument_spec(*parts):
 
 
 def service_environ(params):
-    """The environment the CLI would read: the user's fallbacks and the credential store password."""
-    environ = dict((k, os.environ[k]) for k in ("HADOOP_USER_NAME", "USER", "HADOOP_CONF_DIR") if k in os.environ)
+    """The environment the CLI would read: the user's and the service identity's fallbacks, and the
+    credential store password."""
+    passed = ("HADOOP_USER_NAME", "USER", "HADOOP_CONF_DIR", "TARN_SERVICE_PRINCIPAL", "TARN_SERVICE_KEYTAB")
+    environ = dict((k, os.environ[k]) for k in passed if k in os.environ)
     if params.get("secrets_password"):
         environ[tarn_service.STORE_PASSWORD_ENV] = params["secrets_password"]
     return environ

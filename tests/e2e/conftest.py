@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support.lab import LAB_MASTER, LAB_USER
 
 
@@ -16,12 +17,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def rm() -> ResourceManager:
-    return ResourceManager([f"http://{LAB_MASTER}:8088"], user=LAB_USER)
+    lab_client.use_lab()
+    return lab_client.resource_manager(LAB_USER)
 
 
 @pytest.fixture(scope="session")
 def hdfs() -> WebHdfsClient:
-    return WebHdfsClient(f"http://{LAB_MASTER}:9870", SimpleAuth(LAB_USER))
+    lab_client.use_lab()
+    return lab_client.webhdfs(LAB_USER)
 
 
 @pytest.fixture(scope="session")

@@ -14,19 +14,27 @@ from typing import Any
 
 import requests
 
+from lab import lab_client
 from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.service import controller_url
 from tests.support import ROOT
-from tests.support.lab import LAB_MASTER, LAB_USER, WORKERS, podman_exec
+from tests.support.lab import LAB_USER, WORKERS, podman_exec
 
 MODELS = ROOT / "examples" / "model_repository"
-CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
+# A secure lab: this process and the CLI it runs take the lab's Kerberos and TLS settings.
+lab_client.use_lab()
+CLUSTER = lab_client.cluster_args()
 # The tarn.yarn modules' connection to the lab (module_defaults for group/tarn.yarn.tarn).
-CONNECTION = {
-    "rm_url": [f"http://{LAB_MASTER}:8088"],
-    "webhdfs_url": f"http://{LAB_MASTER}:9870",
+CONNECTION: dict[str, Any] = {
+    "rm_url": [lab_client.RM_URL],
+    "webhdfs_url": lab_client.webhdfs_url(),
     "user": LAB_USER,
+    **(
+        {"principal": lab_client.USER_PRINCIPAL, "keytab": str(lab_client.USER_KEYTAB)}
+        if lab_client.secure()
+        else {}
+    ),
 }
 
 

@@ -134,7 +134,9 @@ def test_with_a_gateway_every_core_site_lets_its_user_act_for_the_nfs_users() ->
     site = core_site(templar())
     assert site["hadoop.proxyuser.hdfs.hosts"] == "master"
     assert site["hadoop.proxyuser.hdfs.groups"] == "*"
-    assert [k for k in site if "proxyuser" in k and "yarn" in k]  # the RM's own rule stays
+    assert (
+        site["hadoop.proxyuser.yarn.hosts"] == site["hadoop.proxyuser.yarn.groups"] == "*"
+    )  # the RM acts for users
 
 
 def test_without_a_gateway_the_hdfs_user_proxies_for_nobody() -> None:
