@@ -68,19 +68,35 @@ def module_identity() -> dict[str, str]:
     return {"principal": USER_PRINCIPAL, "keytab": str(USER_KEYTAB)}
 
 
-def identity() -> KerberosIdentity | None:
-    return KerberosIdentity(USER_PRINCIPAL, str(USER_KEYTAB)) if secure() else None
+def identity(user: str = USER) -> KerberosIdentity | None:
+    """`user`@TARN.LAB from its keytab on a secure lab (`hdfs` is HDFS's superuser)."""
+    return KerberosIdentity(f"{user}@{REALM}", str(user_keytab(user))) if secure() else None
 
 
 def resource_manager(user: str = USER) -> ResourceManager:
-    who = identity()
+    who = identity(user)
     return ResourceManager([RM_URL], user=user, auth=NegotiateAuth(who) if who else None)
 
 
 def webhdfs(user: str = USER) -> WebHdfsClient:
-    """WebHDFS as `user` (simple authentication) or as tarn@TARN.LAB (secure)."""
-    who = identity()
+    """WebHDFS as `user`: user.name with simple authentication, its principal on a secure lab."""
+    who = identity(user)
     return WebHdfsClient(webhdfs_url(), SpnegoAuth(who) if who else SimpleAuth(user))
+
+
+def user_keytab(user: str) -> Path:
+    """build/lab/<user>.keytab with the keys of <user>@TARN.LAB, made on the lab's KDC once."""
+    keytab = LAB_DIR / f"{user}.keytab"
+    if not keytab.exists():
+        LAB_DIR.mkdir(parents=True, exist_ok=True)
+        principal = f"{user}@{REALM}"
+        scratch = f"/root/.tarn-{user}.keytab"
+        _kadmin(f"addprinc -randkey {principal}", ok_if="already exists")
+        _kadmin(f"ktadd -norandkey -k {scratch} {principal}")
+        _podman("cp", f"{MASTER_CONTAINER}:{scratch}", str(keytab))
+        _podman("exec", MASTER_CONTAINER, "rm", "-f", scratch)
+        keytab.chmod(0o600)
+    return keytab
 
 
 def use_lab() -> None:
@@ -89,12 +105,7 @@ def use_lab() -> None:
         return
     LAB_DIR.mkdir(parents=True, exist_ok=True)
     _podman("cp", f"{MASTER_CONTAINER}:/etc/krb5.conf", str(KRB5_CONF))
-    if not USER_KEYTAB.exists():
-        _kadmin(f"addprinc -randkey {USER_PRINCIPAL}", ok_if="already exists")
-        _kadmin(f"ktadd -norandkey -k /root/.tarn-user.keytab {USER_PRINCIPAL}")
-        _podman("cp", f"{MASTER_CONTAINER}:/root/.tarn-user.keytab", str(USER_KEYTAB))
-        _podman("exec", MASTER_CONTAINER, "rm", "-f", "/root/.tarn-user.keytab")
-        USER_KEYTAB.chmod(0o600)
+    user_keytab(USER)
     os.environ.update(
         {
             "KRB5_CONFIG": str(KRB5_CONF),

@@ -5,6 +5,9 @@
 #   - the production scenario (one node of its own, nothing started).
 # Both must end before the lab's e2e tests start: those measure requests under load, alone. Each
 # step prints its stage line (lab/stage.sh); a side job's output follows once it has ended.
+# The lab is Kerberized (inventories/lab); after its e2e suite the same nodes are converged again
+# with simple authentication and the simple path's e2e tests run (submit, stage, serve through
+# HAProxy, scale): the seeds' simple environments stay proven.
 #
 # Usage: lab/test_stages.sh   (from make test, with the Makefile's environment)
 set -uo pipefail
@@ -41,6 +44,11 @@ finish "$production" "molecule production" build/molecule-production.log
 if [[ $rc == 0 ]] && ! lab verify; then
   python lab/failures.py build/e2e-junit.xml
   rc=1
+fi
+if [[ $rc == 0 ]]; then
+  simple() { TARN_LAB_SECURE=false "$stage" "lab, simple authentication: $1" "${@:2}"; }
+  simple "site.yml" ansible-playbook -i inventories/lab/hosts.yml playbooks/site.yml &&
+    simple "e2e" pytest -p no:cacheprovider -s tests/e2e/test_haproxy.py || rc=1
 fi
 lab destroy || rc=1
 exit "$rc"

@@ -389,6 +389,7 @@ def playbook_vars(**overrides: Any) -> dict[str, Any]:
     return {
         "tarn_install": False, "tarn_python_interpreter": sys.executable, "tarn_user": LAB_USER,
         "tarn_rm_url": CONNECTION["rm_url"], "tarn_webhdfs_url": CONNECTION["webhdfs_url"],
+        "tarn_principal": CONNECTION.get("principal", ""), "tarn_keytab": CONNECTION.get("keytab", ""),
         "tarn_service_name": SERVICE, "tarn_runtime": OPTIONS["runtime"],
         "tarn_model_repository": OPTIONS["model_repository"], "tarn_token": OPTIONS["token"],
         "tarn_min_instances": 2, "tarn_max_instances": 2,

@@ -30,7 +30,8 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
 from tarn.service import controller_url
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support.lab import LAB_MASTER, LAB_USER, podman_exec, wait_for, znodes
+from tests.support.lab import LAB_USER, podman_exec, wait_for, znodes
+from tests.support.lab_service import CLUSTER
 from tests.support.load import Discovery, Load, Tally
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +40,6 @@ SERVICE = "tarn-e2e-ctl"
 ZK_PATH = f"/services/{SERVICE}/instances"
 BASE_PORT, STRIDE, AM_PORT = 8200, 10, 8890
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-ctl-models"
-CLUSTER = ["--rm-url", f"http://{LAB_MASTER}:8088", "--webhdfs-url", f"http://{LAB_MASTER}:9870"]
 
 
 def tarn(*args: str) -> subprocess.CompletedProcess[str]:

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.payload import launcher_zipapp
 from tarn.stdlib.webhdfs import WebHdfsClient
@@ -118,13 +119,22 @@ def test_a_second_service_downloads_nothing_where_the_first_staged(
 
 # ---- two stagers at once on one node, outside YARN (the launcher's own code, as the YARN user)
 
+# A secure lab: the launcher's flags for the service's identity (its keytab is on every worker).
+SERVICE_IDENTITY = (
+    ["--service-principal", lab_client.SERVICE_PRINCIPAL, "--service-keytab", lab_client.SERVICE_KEYTAB]
+    if lab_client.secure()
+    else []
+)
+
 STAGER = """
 import json, logging, sys
 from pathlib import Path
 from tarn.stdlib.launcher.staging import stage_repository
+from tarn.stdlib.kerberos import SpnegoAuth, service_identity
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 logging.basicConfig(level=logging.INFO, format="%(message)s")
-client = WebHdfsClient("http://master:9870", SimpleAuth("tarn"))
+identity = service_identity(*sys.argv[5:7]) if len(sys.argv) > 5 else None  # a secure lab: the service keytab
+client = WebHdfsClient(sys.argv[4], SpnegoAuth(identity) if identity else SimpleAuth("tarn"))
 report = stage_repository(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), client, 4)
 print(json.dumps({"downloaded": report.downloaded, "waited": report.waited, "refetched": report.refetched,
                   "bytes": report.bytes_downloaded, "reused": report.reused}))
@@ -156,6 +166,8 @@ def stage_at_once(source: str, targets: list[str]) -> list[dict[str, int]]:
                 source,
                 target,
                 CACHE,
+                lab_client.webhdfs_url(),
+                *SERVICE_IDENTITY[1::2],
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -228,7 +240,8 @@ def start_launchers(source: str) -> None:
     stages `source` through the node cache, then execs tritonserver."""
     each = [
         f"(mkdir -p {SCRATCH}/{name} && cd {SCRATCH}/{name} && exec python3 {SCRATCH}/tarn-launcher.pyz "
-        f"--model-repository {source} --model-cache-dir {CACHE} --webhdfs-url http://{LAB_MASTER}:9870 "
+        f"--model-repository {source} --model-cache-dir {CACHE} --webhdfs-url {lab_client.webhdfs_url()} "
+        f"{' '.join(SERVICE_IDENTITY)} "
         f"--port {port} --grpc-port {port + 1} --metrics-port {port + 2} > {SCRATCH}/{name}.log 2>&1) &"
         for name, port in LAUNCHERS.items()
     ]

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+from lab import lab_client
+from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support.lab import LAB_MASTER
 from tests.support.nfs import NOBODY, Nfs3Mount
 
@@ -103,7 +104,7 @@ def test_the_command_line_tools_list_the_export_and_cat_a_file() -> None:
     ("/") that is a file at the top of HDFS (written there by the HDFS superuser), named with a
     double slash so that the export parsed from the URL is "/" and not ""."""
     nfs_ls, nfs_cat = needs("nfs-ls"), needs("nfs-cat")
-    superuser = WebHdfsClient(f"http://{LAB_MASTER}:9870", SimpleAuth("hdfs"))
+    superuser = lab_client.webhdfs("hdfs")
     path = f"/tarn-e2e-nfs-{uuid.uuid4().hex[:12]}.bin"
     payload = os.urandom(MIB + 7)
     superuser.write(path, payload)
