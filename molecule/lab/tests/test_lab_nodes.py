@@ -137,3 +137,33 @@ def test_nodemanagers_have_the_nfs_mount_in_fstab_and_a_model_cache():
         cache = host.file("/var/lib/tarn/model-cache")
         assert cache.is_directory
         assert (cache.user, cache.group, cache.mode) == ("yarn", "hadoop", 0o2770)
+
+
+def test_the_lab_is_kerberized_with_a_kdc_and_a_keytab_per_daemon_account():
+    for host in hosts_in("kerberos_kdc"):
+        assert host.service("krb5-kdc").is_running
+        assert host.file("/etc/krb5kdc/kdc.conf").mode == 0o600
+    expected = {
+        "hdfs_namenode": [("hdfs.service.keytab", "hdfs", "hadoop", 0o400)],
+        "hdfs_datanode": [("hdfs.service.keytab", "hdfs", "hadoop", 0o400)],
+        "yarn_resourcemanager": [("yarn.service.keytab", "yarn", "hadoop", 0o400)],
+        "yarn_nodemanager": [
+            ("yarn.service.keytab", "yarn", "hadoop", 0o400),
+            ("tarn.service.keytab", "root", "hadoop", 0o440),  # the YARN service's, read by its AM
+        ],
+        "hadoop": [("spnego.service.keytab", "root", "hadoop", 0o440)],
+    }
+    for group, keytabs in expected.items():
+        for host in hosts_in(group):
+            assert "default_realm = TARN.LAB" in host.file("/etc/krb5.conf").content_string
+            for name, user, group_name, mode in keytabs:
+                keytab = host.file(f"/etc/security/keytabs/{name}")
+                assert (keytab.user, keytab.group, keytab.mode) == (user, group_name, mode), (host, name)
+    for host in hosts_in("hdfs_namenode"):
+        core = host.file("/etc/hadoop/conf.namenode/core-site.xml").content_string
+        assert "<value>kerberos</value>" in core
+        tls = host.file("/etc/hadoop/conf.namenode/ssl-server.xml")
+        assert (tls.group, tls.mode) == ("hadoop", 0o640)  # the keystore's password
+        listening = host.check_output("ss -ltnH")
+        assert ":9871 " in listening  # HDFS's web on HTTPS only
+        assert ":9870 " not in listening
