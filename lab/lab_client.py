@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.spnego import NegotiateAuth
+from tarn.errors import ConfigError
 from tarn.stdlib.kerberos import KerberosIdentity, SpnegoAuth
 from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
 
@@ -87,7 +88,7 @@ def webhdfs(user: str = USER) -> WebHdfsClient:
 def user_keytab(user: str) -> Path:
     """build/lab/<user>.keytab with the keys of <user>@TARN.LAB, made on the lab's KDC once."""
     keytab = LAB_DIR / f"{user}.keytab"
-    if not keytab.exists():
+    if not _logs_in(f"{user}@{REALM}", keytab):  # absent, or of an earlier lab's KDC
         LAB_DIR.mkdir(parents=True, exist_ok=True)
         principal = f"{user}@{REALM}"
         scratch = f"/root/.tarn-{user}.keytab"
@@ -105,7 +106,6 @@ def use_lab() -> None:
         return
     LAB_DIR.mkdir(parents=True, exist_ok=True)
     _podman("cp", f"{MASTER_CONTAINER}:/etc/krb5.conf", str(KRB5_CONF))
-    user_keytab(USER)
     os.environ.update(
         {
             "KRB5_CONFIG": str(KRB5_CONF),
@@ -117,6 +117,17 @@ def use_lab() -> None:
             "TARN_SERVICE_KEYTAB": SERVICE_KEYTAB,
         }
     )
+    user_keytab(USER)
+
+
+def _logs_in(principal: str, keytab: Path) -> bool:
+    if not keytab.exists():
+        return False
+    try:
+        KerberosIdentity(principal, str(keytab)).negotiate(MASTER)
+    except ConfigError:
+        return False
+    return True
 
 
 def _kadmin(query: str, ok_if: str = "") -> None:
