@@ -45,12 +45,19 @@ LAB_GROUPS = {
 }
 
 
-def run_site(tmp_path: Path, groups: dict[str, list[str]], extra: dict[str, Any]) -> tuple[int, str]:
+def run_site(
+    tmp_path: Path, groups: dict[str, list[str]], extra: dict[str, Any], secure: bool = False
+) -> tuple[int, str]:
     inv_dir = tmp_path / "inventory"
     (inv_dir / "group_vars").mkdir(parents=True)
     (inv_dir / "hosts.yml").write_text(json.dumps(inventory(groups)))
     (inv_dir / "group_vars" / "all.yml").write_text(LAB_VARS.read_text())
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    env = {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_NOCOLOR": "1",
+        "TARN_LAB_SECURE": "true" if secure else "false",  # the lab inventory's Kerberos switch
+    }
     archive = tmp_path / "hadoop.tar.gz"
     archive.write_bytes(b"")  # a file exists, so only the input under test is wrong
     env["TARN_HADOOP_ARCHIVE"] = str(archive)
@@ -117,6 +124,43 @@ CASES = [
         "knox_zookeeper_ensemble",
     ),
 ]
+
+
+# A secure inventory: files that exist for the keystores, so that only the input under test is wrong.
+TLS = {
+    "hadoop_tls_keystore_src": str(ROOT / "galaxy.yml"),
+    "hadoop_tls_truststore_src": str(ROOT / "galaxy.yml"),
+    "hadoop_tls_keystore_password": "x" * 12,
+    "hadoop_tls_truststore_password": "x" * 12,
+}
+SECURE_CASES = [
+    ("realm in lower case", {**TLS, "kerberos_realm": "tarn.lab"}, "kerberos_realm"),
+    (
+        "daemon principal without _HOST",
+        {**TLS, "hadoop_principals": {"namenode": "nn@TARN.LAB"}},
+        "hadoop_principals.namenode",
+    ),
+    ("no keystore", {**TLS, "hadoop_tls_keystore_src": "/nonexistent/master.p12"}, "hadoop_tls_keystore_src"),
+    ("no keystore password", {**TLS, "hadoop_tls_keystore_password": ""}, "hadoop_tls_keystore_password"),
+    (
+        "operator keytabs missing",
+        {**TLS, "kerberos_client_keytab_source": "files", "kerberos_client_keytab_files_dir": str(ROOT)},
+        "hdfs.service.keytab is missing or unreadable",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "variable"), [c[1:] for c in SECURE_CASES], ids=[c[0] for c in SECURE_CASES]
+)  # noqa: E501
+def test_bad_kerberos_input_fails_early_naming_the_variable(
+    tmp_path: Path, extra: dict[str, Any], variable: str
+) -> None:
+    rc, output = run_site(tmp_path, LAB_GROUPS, extra, secure=True)
+    assert rc != 0
+    assert variable in output, output[-3000:]
+    assert "UNREACHABLE" not in output, "validation let the play reach a host"
+    assert "PLAY [Kerberos KDC]" not in output, "site.yml went past its validation play"
 
 
 @pytest.mark.parametrize(("groups", "extra", "variable"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
