@@ -25,6 +25,7 @@ CONTROLLER_LIBRARIES = (
     "charset_normalizer",
     "certifi",
     "kazoo",
+    "puresasl",  # kazoo's SASL; its GSSAPI is tarn.clients.zk_sasl's (ctypes), not the compiled kerberos
     "prometheus_client",
 )
 

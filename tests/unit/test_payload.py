@@ -43,3 +43,22 @@ def test_controller_payload_carries_its_libraries(tmp_path: Path) -> None:
 
 def test_zipapps_are_reproducible() -> None:
     assert payload.launcher_zipapp() == payload.launcher_zipapp()
+
+
+def test_controller_payload_carries_the_zookeeper_sasl(tmp_path: Path) -> None:
+    """kazoo's SASL (pure-sasl) and TARN's GSSAPI mechanism import from the zipapp alone."""
+    pyz = tmp_path / "tarn.pyz"
+    pyz.write_bytes(payload.controller_zipapp())
+    script = (
+        f"import sys; sys.path.insert(0, {str(pyz)!r})\n"
+        "from tarn.clients import zk_sasl\n"
+        "import puresasl.mechanisms\n"
+        "zk_sasl.register()\n"
+        "assert puresasl.mechanisms.mechanisms['TARN-GSSAPI'] is zk_sasl.GssapiMechanism\n"
+        "print(zk_sasl.puresasl.__file__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", script], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(str(pyz))  # not the test's own site-packages

@@ -51,7 +51,8 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     rm = ResourceManager(rm_at, user=user, timeout=5.0, service_get_retries=(), auth=rm_auth)
     registry = None
     if config.zk_ensemble:
-        registry = Registry(config.zk_ensemble, config.zk_path, config.service_name)
+        # a secure cluster: SASL (Kerberos) as the service, znodes only it may change
+        registry = Registry(config.zk_ensemble, config.zk_path, config.service_name, identity=identity)
         registry.start()
         log.info("ZooKeeper %s: registering under %s", config.zk_ensemble, config.zk_path)
     else:

@@ -6,18 +6,39 @@ Znodes of this service left by an earlier controller session (a restart) are rep
 this session owns them; other services' znodes under the same path are never touched. Each
 reconciliation is one ZooKeeper transaction (multi): a takeover deletes and recreates a znode
 atomically, so no reader ever sees the instance missing.
+
+On a Kerberized cluster (a ``KerberosIdentity``: the service's --service-principal and keytab) the
+client authenticates with SASL GSSAPI (tarn.clients.zk_sasl) and every znode it creates, parents
+included, gets ``registry_acls``: everything for the principal's short name as ZooKeeper's
+SASLAuthenticationProvider names it (kerberos.removeHostFromPrincipal and
+kerberos.removeRealmFromPrincipal true: ``tarn/host@REALM`` is ``tarn``), read for anyone, so that
+HAProxy's sync, the activator and Knox read without credentials and only TARN's principal creates,
+changes or deletes. The one znode a reader writes, the activator's demand report
+(``<--zk-path>.demand``), is created by the controller with ``demand_acls`` (anyone may also
+write its data; no one else may delete it). The instances' znode, the memory and the demand znode
+found with other ACLs (made before, or by an activator that started first) are given theirs.
+Controllers of services that share --zk-path must then share the principal's short name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tarn.activator.demand import Report, demand_path, parse_report
 from tarn.controller.memory import memory_path
+from tarn.errors import ConfigError
+
+if TYPE_CHECKING:
+    from kazoo.security import ACL
+
+    from tarn.clients.zk_sasl import SaslStatus
+    from tarn.stdlib.kerberos import KerberosIdentity
 
 log = logging.getLogger("tarn.controller.registry")
 
@@ -73,22 +94,135 @@ def znode_data(record: Mapping[str, Any]) -> bytes:
     return json.dumps(dict(record), sort_keys=True, separators=(",", ":")).encode()
 
 
-class Registry:
-    """kazoo's client, used from the control loop's thread only."""
+def sasl_id(principal: str) -> str:
+    """The id ZooKeeper's SASLAuthenticationProvider gives a Kerberos principal when its servers
+    run with kerberos.removeHostFromPrincipal=true and kerberos.removeRealmFromPrincipal=true (and
+    the default auth_to_local, the principal in their default realm): the first component,
+    ``tarn/host@REALM`` -> ``tarn``."""
+    return principal.partition("@")[0].partition("/")[0]
 
-    def __init__(self, ensemble: str, path: str, service: str, session_timeout: float = 10.0) -> None:
+
+def registry_acls(principal: str) -> list[ACL]:
+    """The ACLs of TARN's znodes written by ``principal``: all permissions (create, delete, read,
+    write, admin) for its SASL id, read for anyone."""
+    from kazoo.security import ACL, Id, Permissions
+
+    return [
+        ACL(Permissions.ALL, Id("sasl", sasl_id(principal))),
+        ACL(Permissions.READ, Id("world", "anyone")),
+    ]
+
+
+def demand_acls(principal: str) -> list[ACL]:
+    """The demand znode's: as `registry_acls`, and anyone may write its data (the activator,
+    which authenticates to no one, reports there)."""
+    from kazoo.security import ACL, Id, Permissions
+
+    everyone = Permissions.READ | Permissions.WRITE
+    return [ACL(Permissions.ALL, Id("sasl", sasl_id(principal))), ACL(everyone, Id("world", "anyone"))]
+
+
+class Registry:
+    """kazoo's client, used from the control loop's thread only. With ``identity``, SASL GSSAPI
+    as that Kerberos identity and the ACLs of `registry_acls`; without, neither (world-open znodes)."""
+
+    def __init__(
+        self,
+        ensemble: str,
+        path: str,
+        service: str,
+        session_timeout: float = 10.0,
+        identity: KerberosIdentity | None = None,
+    ) -> None:
         from kazoo.client import KazooClient  # the controller's dependency, not the CLI's
 
+        self._ensemble = ensemble
         self._path = path.rstrip("/")
         self._memory = memory_path(path, service)
         self._service = service
-        self._client = KazooClient(hosts=ensemble, timeout=session_timeout)
+        self._identity = identity
+        self._sasl = None
+        options = None
+        if identity is not None:
+            from tarn.clients.zk_sasl import SaslStatus, sasl_options
+
+            self._sasl = SaslStatus()
+            options = sasl_options(identity, self._sasl)
+        self._client = KazooClient(hosts=ensemble, timeout=session_timeout, sasl_options=options)
+        self._acl: list[ACL] | None = None  # None: kazoo's default, open to all
+        self._demand_acl: list[ACL] | None = None
         self._written: dict[str, bytes] = {}
         self._session = 0
         self._known: dict[str, Present] = {}  # znodes read once: owner and service
 
     def start(self, timeout: float = 10.0) -> None:
+        """Connect; with an identity, wait for the SASL authentication (a ConfigError naming the
+        fix when it fails or does not come within ``timeout``), then secure the znodes."""
+        if self._identity is not None:
+            self._identity.check()  # a keytab without the principal: said before any connection
         self._client.start(timeout=timeout)
+        if self._sasl is None:
+            return
+        if not self._authenticated(self._sasl, timeout):
+            self._client.stop()
+            self._client.close()
+            why = self._sasl.failure or "no answer; is SASL (a JAAS Server section) set up on the servers?"
+            raise ConfigError(
+                f"--zk-ensemble: ZooKeeper {self._ensemble} did not authenticate "
+                f"{self._identity.resolved_principal() if self._identity else ''} with SASL GSSAPI "
+                f"within {timeout:.0f} s: {why}"
+            )
+        principal = self._sasl.principal or ""
+        self._acl, self._demand_acl = registry_acls(principal), demand_acls(principal)
+        log.info("ZooKeeper: authenticated as %s (SASL id %s)", principal, sasl_id(principal))
+        self.secure()
+
+    def _authenticated(self, sasl: SaslStatus, timeout: float) -> bool:
+        """Wait for the SASL authentication; give up early once every server of the ensemble
+        failed it once (kazoo goes on trying, but a controller that cannot write should say why
+        now rather than after the timeout)."""
+        servers = len(self._client.hosts)
+        deadline = time.monotonic() + timeout
+        while not sasl.authenticated.wait(0.05):
+            if sasl.failures >= servers or time.monotonic() >= deadline:
+                return False
+        return True
+
+    def secure(self) -> None:
+        """With an identity: the instances' znode and the demand znode exist, and these and the
+        memory carry their ACLs (set again where they differ; a znode this principal may not
+        administer is logged and left)."""
+        if self._acl is None or self._demand_acl is None:
+            return
+        from kazoo.exceptions import NodeExistsError, NoNodeError
+
+        self._client.ensure_path(self._path, acl=self._acl)
+        demand = demand_path(self._path)
+        with contextlib.suppress(NodeExistsError):  # a sibling: its parent is there
+            self._client.create(demand, b"", acl=self._demand_acl)
+        for path, acl in ((self._path, self._acl), (demand, self._demand_acl), (self._memory, self._acl)):
+            try:
+                self._set_acls(path, acl)
+            except NoNodeError:
+                continue
+
+    def _set_acls(self, path: str, acl: list[ACL]) -> None:
+        from kazoo.exceptions import NoAuthError
+
+        present, stat = self._client.get_acls(path)
+        if set(present) == set(acl):
+            return
+        try:
+            self._client.set_acls(path, acl, version=stat.aversion)
+        except NoAuthError:
+            log.error(
+                "ZooKeeper: %s has ACL %s and this principal may not change it: delete it (as its owner)"
+                " for the controller to create it again",
+                path,
+                present,
+            )
+            return
+        log.warning("ZooKeeper: %s had ACL %s, now %s", path, present, acl)
 
     # ---- the controller's memory (tarn.controller.memory): one persistent znode
     def load_memory(self) -> bytes | None:
@@ -101,7 +235,7 @@ class Registry:
         if self._client.exists(self._memory):
             self._client.set(self._memory, data)
         else:
-            self._client.create(self._memory, data, makepath=True)
+            self._client.create(self._memory, data, acl=self._acl, makepath=True)
 
     def watch_demand(self, on_report: Callable[[Report | None], None]) -> None:
         """Call ``on_report`` with each new activator report in ``<--zk-path>.demand`` (kazoo's
@@ -148,7 +282,7 @@ class Registry:
         session = int(self._client.client_id[0]) if self._client.client_id else 0
         if session != self._session:  # a new session: every ephemeral znode of the old one is gone
             self._session, self._written, self._known = session, {}, {}
-        self._client.ensure_path(self._path)
+        self._client.ensure_path(self._path, acl=self._acl)
         children = set(self._client.get_children(self._path))
         present = {name: self._present(name) for name in children}
         self._known = {name: p for name, p in self._known.items() if name in children}
@@ -173,7 +307,7 @@ class Registry:
         for name in plan.delete:
             transaction.delete(f"{self._path}/{name}")
         for name in plan.create:
-            transaction.create(f"{self._path}/{name}", wanted[name], ephemeral=True)
+            transaction.create(f"{self._path}/{name}", wanted[name], acl=self._acl, ephemeral=True)
         for name in plan.update:
             transaction.set_data(f"{self._path}/{name}", wanted[name])
         from kazoo.exceptions import RolledBackError

@@ -13,6 +13,13 @@ without kinit and without a ticket file on disk.
 host (one leg: Hadoop's servers need no mutual authentication). `SpnegoAuth` is the WebHDFS
 client's Authenticator (tarn.stdlib.webhdfs); tarn.clients.spnego the requests one. A failure is a
 ConfigError naming the fix, with GSSAPI's own words (gss_display_status) after it.
+
+`KerberosIdentity.context` starts a Kerberos V5 security context (the krb5 mechanism itself, not
+SPNEGO; mutual authentication) with a service such as ``zookeeper@host``: its tokens go back and
+forth (`ClientContext.step`) until it is established, then `wrap` and `unwrap` protect messages.
+That is what SASL's GSSAPI mechanism (RFC 4752) needs: tarn.clients.zk_sasl, for ZooKeeper. The
+identity keeps one credential for SPNEGO and one for the krb5 mechanism, each with its own
+memory ccache, each acquired again as above.
 """
 
 from __future__ import annotations
@@ -28,11 +35,14 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from tarn.errors import ConfigError
+
+_T = TypeVar("_T")
 
 LIBRARY = "libgssapi_krb5.so.2"
 LIBRARY_PACKAGE = "libgssapi-krb5-2"  # Debian's; krb5-libs on Red Hat's family
@@ -44,6 +54,9 @@ KRB5_PRINCIPAL_NAME = "1.2.840.113554.1.2.2.1"  # GSS_KRB5_NT_PRINCIPAL_NAME: na
 REACQUIRE_MAX_S = 300.0
 
 # GSSAPI's status words (RFC 2744): the routine error is bits 16-23 of the major status.
+GSS_S_CONTINUE_NEEDED = 1  # a supplementary status: another token must come from the peer
+GSS_C_MUTUAL_FLAG = 2
+GSS_C_SEQUENCE_FLAG = 8
 GSS_C_GSS_CODE = 1
 GSS_C_MECH_CODE = 2
 GSS_C_INITIATE = 1
@@ -164,7 +177,10 @@ class KerberosIdentity:
 
     principal: str | None = None
     keytab: str | None = None
-    _credential: _Credential = field(
+    _credential: _Credential = field(  # SPNEGO's (negotiate, token)
+        default_factory=lambda: _Credential(), init=False, repr=False, compare=False
+    )
+    _krb5_credential: _Credential = field(  # the krb5 mechanism's (context)
         default_factory=lambda: _Credential(), init=False, repr=False, compare=False
     )
 
@@ -205,41 +221,152 @@ class KerberosIdentity:
         The credential handle is kept, and acquired again once half its lifetime is over (at most
         every REACQUIRE_MAX_S): MIT's library refreshes keytab tickets when a credential is
         acquired, not when a kept handle is used, and a new acquisition also sees a new kinit."""
+        return self._use(
+            self._credential, lambda gss, cred: gss.initiate(cred, f"HTTP@{host}"), host, "HTTP", krb5=False
+        )
+
+    def context(self, service: str, host: str) -> ClientContext:
+        """A security context with ``service@host`` (GSS_C_NT_HOSTBASED_SERVICE: the principal
+        ``service/host@REALM``), the krb5 mechanism, mutual authentication; its first token is
+        made at once (the one leg that needs a ticket from the KDC): a ConfigError here names the
+        fix, as for :meth:`negotiate`. Close it (or use it in a ``with`` block) when done."""
+        context = ClientContext(service, host)
+        try:
+            context.first = self._use(self._krb5_credential, context._start, host, service, krb5=True)
+        except BaseException:
+            context.close()
+            raise
+        return context
+
+    def _use(
+        self,
+        state: _Credential,
+        use: Callable[[_Gss, ctypes.c_void_p], _T],
+        host: str | None,
+        service: str,
+        krb5: bool,
+    ) -> _T:
+        """``use`` with the kept credential of ``state`` (acquired again when due, and once more
+        when a kept one turns out stale); a failure as a ConfigError that names the fix."""
         gss = _library()
-        state = self._credential
         with state.lock:
             if state.handle is not None and time.monotonic() >= state.reacquire_at:
                 state.release(gss)
             for attempt in (1, 2):
                 if state.handle is None:
-                    state.handle, lifetime = self._acquire(gss, state.ccache)
+                    state.handle, lifetime = self._acquire(gss, state.ccache, krb5)
                     state.reacquire_at = time.monotonic() + reacquire_after(lifetime)
                 try:
-                    return gss.initiate(state.handle, f"HTTP@{host}")
+                    return use(gss, state.handle)
                 except _GssError as failure:
                     state.release(gss)  # the next call acquires again
                     if attempt == 1 and stale(failure):
                         continue
-                    raise ConfigError(self._explain(failure, host)) from None
+                    raise ConfigError(self._explain(failure, host, service)) from None
         raise AssertionError("unreachable")
 
-    def _acquire(self, gss: _Gss, ccache: str) -> tuple[ctypes.c_void_p, int]:
+    def _acquire(self, gss: _Gss, ccache: str, krb5: bool = False) -> tuple[ctypes.c_void_p, int]:
         principal = self.check()
         store = None
         if self.keytab is not None:
             store = {"client_keytab": "FILE:" + os.path.abspath(self.keytab), "ccache": ccache}
         try:
-            return gss.acquire(principal, store)
+            return gss.acquire(principal, store, mechanisms=gss.krb5_set if krb5 else None)
         except _GssError as failure:
-            # SPNEGO says only that it found no mechanism: Kerberos's own words say why.
-            try:
-                gss.release_cred(gss.acquire(principal, store, mechanisms=gss.krb5_set)[0])
-            except _GssError as why:
-                failure.text = f"{failure.text}; Kerberos: {why.minor_text or why.text}"
+            if not krb5:  # SPNEGO says only that it found no mechanism: Kerberos's own words say why.
+                try:
+                    gss.release_cred(gss.acquire(principal, store, mechanisms=gss.krb5_set)[0])
+                except _GssError as why:
+                    failure.text = f"{failure.text}; Kerberos: {why.minor_text or why.text}"
             raise ConfigError(explain(failure.text, principal, self.keytab, None)) from None
 
-    def _explain(self, failure: _GssError, host: str | None) -> str:
-        return explain(failure.text, self.principal and resolve_principal(self.principal), self.keytab, host)
+    def _explain(self, failure: _GssError, host: str | None, service: str = "HTTP") -> str:
+        principal = self.principal and resolve_principal(self.principal)
+        return explain(failure.text, principal, self.keytab, host, service)
+
+
+class ClientContext:
+    """A Kerberos V5 security context initiated by a `KerberosIdentity` (:meth:`KerberosIdentity.context`)
+    with ``service@host``: ``first`` is the initiator's first token; each token of the acceptor
+    goes to :meth:`step` until ``established``; then :meth:`wrap` and :meth:`unwrap`.
+    GSSAPI's failures after the first token are ``GssFailure`` (a ConfigError). Not thread-safe:
+    one context is one conversation."""
+
+    FLAGS = GSS_C_MUTUAL_FLAG | GSS_C_SEQUENCE_FLAG  # MIT adds integrity and confidentiality
+
+    def __init__(self, service: str, host: str) -> None:
+        self.service, self.host = service, host
+        self.first = b""
+        self.established = False
+        self._handle, self._target = ctypes.c_void_p(), ctypes.c_void_p()
+        self._gss = _library()
+        self._target = self._gss.import_name(f"{service}@{host}", self._gss.hostbased)
+
+    def _start(self, gss: _Gss, cred: ctypes.c_void_p) -> bytes:
+        gss.delete_context(self._handle)  # a try with a stale credential left nothing worth keeping
+        self._handle = ctypes.c_void_p()
+        token, self.established = gss.init_step(cred, self._handle, self._target, self.FLAGS, None)
+        return token
+
+    def step(self, token: bytes) -> bytes:
+        """The acceptor's token in, the next token out (empty once established with nothing to send)."""
+        if self.established:
+            raise GssFailure(f"the context with {self.service}@{self.host} is already established")
+        try:
+            out, self.established = self._gss.init_step(None, self._handle, self._target, self.FLAGS, token)
+        except _GssError as failure:
+            raise GssFailure(self._words("authenticating", failure)) from None
+        return out
+
+    def wrap(self, data: bytes, confidential: bool = False) -> bytes:
+        """gss_wrap: ``data`` with the context's integrity check (and encrypted if ``confidential``)."""
+        self._require()
+        try:
+            return self._gss.wrap(self._handle, data, confidential)
+        except _GssError as failure:
+            raise GssFailure(self._words("wrapping a message for", failure)) from None
+
+    def unwrap(self, data: bytes) -> bytes:
+        """gss_unwrap: the message the acceptor wrapped, its integrity checked."""
+        self._require()
+        try:
+            return self._gss.unwrap(self._handle, data)
+        except _GssError as failure:
+            raise GssFailure(self._words("unwrapping a message of", failure)) from None
+
+    def initiator(self) -> str:
+        """The authenticated principal of this side (gss_inquire_context), e.g. tarn/host@REALM."""
+        self._require()
+        try:
+            return self._gss.initiator(self._handle)
+        except _GssError as failure:
+            raise GssFailure(self._words("inquiring the context with", failure)) from None
+
+    def close(self) -> None:
+        """Delete the context (idempotent: GSSAPI leaves the handles empty)."""
+        self._gss.delete_context(self._handle)
+        self._gss.release_name(self._target)
+
+    def __del__(self) -> None:
+        if getattr(self, "_gss", None) is not None:
+            self.close()
+
+    def __enter__(self) -> ClientContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _require(self) -> None:
+        if not self.established:
+            raise GssFailure(f"the context with {self.service}@{self.host} is not established yet")
+
+    def _words(self, doing: str, failure: _GssError) -> str:
+        return f"Kerberos: {doing} {self.service}@{self.host} failed (GSSAPI: {failure.text})"
+
+
+class GssFailure(ConfigError):
+    """A GSSAPI call on an established (or establishing) context failed."""
 
 
 def service_identity(principal: str | None, keytab: str | None) -> KerberosIdentity | None:
@@ -270,15 +397,18 @@ def problem(text: str) -> str | None:
     return next((name for name, pattern in _PROBLEMS if re.search(pattern, said)), None)
 
 
-def explain(text: str, principal: str | None, keytab: str | None, host: str | None) -> str:
-    """A GSSAPI failure as one line naming the fix, GSSAPI's words (`text`) after it."""
+def explain(
+    text: str, principal: str | None, keytab: str | None, host: str | None, service: str = "HTTP"
+) -> str:
+    """A GSSAPI failure as one line naming the fix, GSSAPI's words (`text`) after it; ``service``
+    is the first part of the server's principal (HTTP, zookeeper)."""
     of = f" of {principal}" if principal else ""
     flag = "--keytab" if keytab is not None else "--kerberos"
     found = problem(text)
     if found == "skew":
         fix = "this host's clock and the KDC's (or the server's) differ too much: synchronize them (NTP)"
     elif found == "server":
-        service = f"HTTP/{host}" if host else "the service's"
+        service = f"{service}/{host}" if host else "the service's"
         fix = (
             f"no {service} principal in the KDC: use the server's host name as in its principal "
             "(fully qualified), or ask the Kerberos administrator to create the principal"
@@ -415,6 +545,12 @@ _SIGNATURES: dict[str, tuple[object, ...]] = {
         *(_PU32, _P, ctypes.POINTER(_P), _P, _POID, _U32, _U32, _P),
         *(_PBUF, ctypes.POINTER(_POID), _PBUF, _PU32, _PU32),
     ),
+    "gss_wrap": (_PU32, _P, ctypes.c_int, _U32, _PBUF, ctypes.POINTER(ctypes.c_int), _PBUF),
+    "gss_unwrap": (_PU32, _P, _PBUF, _PBUF, ctypes.POINTER(ctypes.c_int), _PU32),
+    "gss_inquire_context": (
+        *(_PU32, _P, ctypes.POINTER(_P), ctypes.POINTER(_P), _PU32),
+        *(ctypes.POINTER(_POID), _PU32, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)),
+    ),
     "gss_accept_sec_context": (
         *(_PU32, ctypes.POINTER(_P), _P, _PBUF, _P, ctypes.POINTER(_P)),
         *(ctypes.POINTER(_POID), _PBUF, _PU32, _PU32, ctypes.POINTER(_P)),
@@ -526,6 +662,52 @@ class _Gss:
         finally:
             self.delete_context(context)
             self.release_name(target)
+
+    def init_step(
+        self,
+        cred: ctypes.c_void_p | None,
+        context: ctypes.c_void_p,
+        target: ctypes.c_void_p,
+        flags: int,
+        token: bytes | None,
+    ) -> tuple[bytes, bool]:
+        """One call of gss_init_sec_context with the krb5 mechanism on ``context`` (a handle it
+        fills on the first call): the token to send, and whether the context is established."""
+        minor, out = ctypes.c_uint32(), _Buffer()
+        given = None if token is None else buffer_of(token)
+        major = self.lib.gss_init_sec_context(
+            *(minor, cred, context, target, self.krb5, flags, 0, None),
+            *(given, None, out, None, None),
+        )
+        sent = self.take(out)
+        self.check(major, minor)
+        return sent, not major & GSS_S_CONTINUE_NEEDED
+
+    def wrap(self, context: ctypes.c_void_p, data: bytes, confidential: bool) -> bytes:
+        minor, out, conf_state = ctypes.c_uint32(), _Buffer(), ctypes.c_int()
+        major = self.lib.gss_wrap(minor, context, int(confidential), 0, buffer_of(data), conf_state, out)
+        wrapped = self.take(out)
+        self.check(major, minor)
+        if confidential and not conf_state.value:
+            raise _GssError(0, 0, "the mechanism did not encrypt the message")
+        return wrapped
+
+    def unwrap(self, context: ctypes.c_void_p, data: bytes) -> bytes:
+        minor, out = ctypes.c_uint32(), _Buffer()
+        major = self.lib.gss_unwrap(minor, context, buffer_of(data), out, None, None)
+        plain = self.take(out)
+        self.check(major, minor)
+        return plain
+
+    def initiator(self, context: ctypes.c_void_p) -> str:
+        """The source name of an established context (gss_inquire_context), as text."""
+        minor, source = ctypes.c_uint32(), ctypes.c_void_p()
+        try:
+            major = self.lib.gss_inquire_context(minor, context, source, None, None, None, None, None, None)
+            self.check(major, minor)
+            return self.display_name(source)
+        finally:
+            self.release_name(source)
 
 
 class _Credential:

@@ -3,7 +3,17 @@ data; the ZooKeeper side is tests/integration/test_registry_takeover.py's."""
 
 from __future__ import annotations
 
-from tarn.controller.registry import Present, RegistryPlan, plan_registry, znode_data
+from kazoo.security import ACL, Id, Permissions
+
+from tarn.controller.registry import (
+    Present,
+    RegistryPlan,
+    demand_acls,
+    plan_registry,
+    registry_acls,
+    sasl_id,
+    znode_data,
+)
 
 
 def test_registry_plan_creates_updates_deletes_and_takes_over() -> None:
@@ -28,3 +38,25 @@ def test_registry_plan_is_empty_when_in_sync() -> None:
 
 def test_znode_data_is_canonical_json() -> None:
     assert znode_data({"b": 1, "a": "x"}) == b'{"a":"x","b":1}'
+
+
+# ---- ACLs on a Kerberized cluster (a real ZooKeeper with SASL: tests/integration/test_zookeeper_sasl.py)
+
+
+def test_the_sasl_id_is_the_principals_first_component() -> None:
+    assert sasl_id("tarn/worker1.example.com@EXAMPLE.COM") == "tarn"
+    assert sasl_id("tarn@EXAMPLE.COM") == "tarn"
+    assert sasl_id("tarn/_HOST@EXAMPLE.COM") == "tarn"
+    assert sasl_id("tarn") == "tarn"
+
+
+def test_tarns_znodes_are_its_principals_to_change_and_anyones_to_read() -> None:
+    assert registry_acls("tarn/worker1.example.com@EXAMPLE.COM") == [
+        ACL(Permissions.ALL, Id("sasl", "tarn")),
+        ACL(Permissions.READ, Id("world", "anyone")),
+    ]
+    # the activator's demand report: anyone may also write the data, not create or delete
+    assert demand_acls("tarn/worker1.example.com@EXAMPLE.COM") == [
+        ACL(Permissions.ALL, Id("sasl", "tarn")),
+        ACL(Permissions.READ | Permissions.WRITE, Id("world", "anyone")),
+    ]

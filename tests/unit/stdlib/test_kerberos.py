@@ -270,3 +270,14 @@ def test_an_empty_ticket_cache_with_the_real_library(tmp_path: Path, monkeypatch
     ) as err:
         KerberosIdentity().negotiate("nn1.example.com")
     assert f"FILE:{tmp_path}/no-cache" in str(err.value)
+
+
+def test_explain_names_the_service_principal_a_kdc_lacks() -> None:
+    message = kerberos.explain(
+        "Server zookeeper/10.0.0.1@EXAMPLE.COM not found in Kerberos database",
+        "tarn@EXAMPLE.COM",
+        "/k",
+        "10.0.0.1",
+        "zookeeper",
+    )
+    assert "no zookeeper/10.0.0.1 principal in the KDC" in message
