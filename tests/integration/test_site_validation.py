@@ -152,7 +152,7 @@ SECURE_CASES = [
 
 @pytest.mark.parametrize(
     ("extra", "variable"), [c[1:] for c in SECURE_CASES], ids=[c[0] for c in SECURE_CASES]
-)  # noqa: E501
+)
 def test_bad_kerberos_input_fails_early_naming_the_variable(
     tmp_path: Path, extra: dict[str, Any], variable: str
 ) -> None:
