@@ -12,15 +12,12 @@ from tests.support.lab import LAB_MASTER, LAB_USER
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The chaos suite goes last: it restarts the cluster's daemons under the other tests' feet.
-    Tests marked ``first`` start what must live through the suite (a service outliving its tokens);
-    those marked ``before_chaos`` check it, the longest time after."""
+    Tests marked ``before_chaos`` read what the others left (the daemons' logs) just before it."""
 
     def order(item: pytest.Item) -> int:
-        if item.get_closest_marker("first"):
-            return 0
         if item.get_closest_marker("before_chaos"):
-            return 2
-        return 3 if item.path.name == "test_chaos.py" else 1
+            return 1
+        return 2 if item.path.name == "test_chaos.py" else 0
 
     items.sort(key=order)
 
