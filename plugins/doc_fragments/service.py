@@ -55,7 +55,9 @@ options:
     type: str
   service_principal:
     description:
-      - "Kerberos principal the service runs as on a secure cluster (the spec's kerberos_principal), e.g. tarn/_HOST@EXAMPLE.COM; _HOST is each node's name (default $TARN_SERVICE_PRINCIPAL)."
+      - "The service's own Kerberos principal on a secure cluster (the spec's C(kerberos_principal)),"
+      - "e.g. C(tarn/_HOST@EXAMPLE.COM); C(_HOST) is each node's name."
+      - "Default C($TARN_SERVICE_PRINCIPAL)."
     type: str
   service_keytab:
     description:

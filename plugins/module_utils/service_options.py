@@ -19,7 +19,7 @@ SERVICE_OPTIONS = {
     'python': ({'type': 'str'}, '--python'),
     'queue': ({'type': 'str'}, '--queue'),
     'service_principal': ({'type': 'str'}, '--service-principal'),
-    'service_keytab': ({'type': 'str'}, '--service-keytab'),
+    'service_keytab': ({'type': 'str', 'no_log': False}, '--service-keytab'),
     'lifetime': ({'type': 'int'}, '--lifetime'),
     'port': ({'type': 'int'}, '--port'),
     'grpc_port': ({'type': 'int'}, '--grpc-port'),

@@ -60,8 +60,8 @@ def argument_spec(name: str, flag: Flag) -> JSON:
         spec["choices"] = list(flag.choices)
     if field_name == "token":
         spec["no_log"] = True
-    elif "secret" in name:
-        spec["no_log"] = False  # a keystore path, not a secret (ansible-test asks to say so)
+    elif "secret" in name or name.endswith("keytab"):
+        spec["no_log"] = False  # a keystore's or keytab's path, not a secret (ansible-test asks to say so)
     return spec
 
 

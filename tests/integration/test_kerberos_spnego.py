@@ -123,10 +123,9 @@ def test_one_identity_from_many_threads(realm: Realm) -> None:
     results: list[tuple[int, str]] = []
 
     def work() -> None:
-        for _ in range(5):
-            results.append(realm.negotiate_as(identity))
+        results.extend(realm.negotiate_as(identity) for round_ in range(5))
 
-    threads = [threading.Thread(target=work) for _ in range(8)]
+    threads = [threading.Thread(target=work, name=f"spnego-{n}") for n in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -41,7 +41,7 @@ def missing_programs() -> list[str]:
 
 def free_port() -> int:
     """A port free for both UDP and TCP on 127.0.0.1 (the KDC listens on both)."""
-    for _ in range(50):
+    for attempt in range(50):  # noqa: B007 - tries, not items
         with socket.socket() as tcp, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
             tcp.bind(("127.0.0.1", 0))
             port = int(tcp.getsockname()[1])
@@ -203,7 +203,7 @@ class Acceptor:
 
     def __init__(self, keytab: Path) -> None:
         self.gss = kerberos._library()
-        self.cred, _ = self.gss.acquire(None, {"keytab": f"FILE:{keytab}"}, usage=kerberos.GSS_C_ACCEPT)
+        self.cred = self.gss.acquire(None, {"keytab": f"FILE:{keytab}"}, usage=kerberos.GSS_C_ACCEPT)[0]
         self.lock = threading.Lock()
 
     def accept(self, token: bytes) -> str:
@@ -261,7 +261,7 @@ def spnego_server(keytab: Path) -> Iterator[SpnegoServer]:
         def do_GET(self) -> None:
             state = holder[0]
             header = self.headers.get("Authorization", "")
-            scheme, _, value = header.partition(" ")
+            scheme, _sep, value = header.partition(" ")
             if scheme.lower() != "negotiate" or not value:
                 self.answer(401, "no Negotiate token")
                 return

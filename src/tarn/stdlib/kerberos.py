@@ -143,8 +143,8 @@ def _keytab_entries(data: bytes) -> Iterator[str]:
         if version == 1:
             count -= 1
         realm, offset = _counted(entry, offset, order)
-        components = []
-        for _ in range(count):
+        components: list[str] = []
+        while len(components) < count:
             component, offset = _counted(entry, offset, order)
             components.append(component)
         yield "/".join(components) + "@" + realm
@@ -178,10 +178,16 @@ class KerberosIdentity:
     principal: str | None = None
     keytab: str | None = None
     _credential: _Credential = field(  # SPNEGO's (negotiate, token)
-        default_factory=lambda: _Credential(), init=False, repr=False, compare=False
+        default_factory=lambda: _Credential(),  # pylint: disable=unnecessary-lambda  # defined below
+        init=False,
+        repr=False,
+        compare=False,
     )
     _krb5_credential: _Credential = field(  # the krb5 mechanism's (context)
-        default_factory=lambda: _Credential(), init=False, repr=False, compare=False
+        default_factory=lambda: _Credential(),  # pylint: disable=unnecessary-lambda  # defined below
+        init=False,
+        repr=False,
+        compare=False,
     )
 
     def resolved_principal(self) -> str | None:

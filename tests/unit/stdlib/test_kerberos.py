@@ -51,8 +51,8 @@ def as_version_0501(data: bytes) -> bytes:
             continue
         entry, position = data[position : position + size], position + size
         (count,) = struct.unpack_from(">H", entry, 0)
-        offset, names = 2, []
-        for _ in range(count + 1):  # the realm, then the components
+        offset, names = 2, list[bytes]()
+        while len(names) < count + 1:  # the realm, then the components
             (length,) = struct.unpack_from(">H", entry, offset)
             names.append(entry[offset + 2 : offset + 2 + length])
             offset += 2 + length

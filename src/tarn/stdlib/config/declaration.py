@@ -136,8 +136,11 @@ class TarnConfig:
     service_principal: str | None = option(
         None, "--service-principal", group="YARN service", launcher=True, metavar="PRINCIPAL",
         env=("TARN_SERVICE_PRINCIPAL",),
-        help="Kerberos principal the service runs as on a secure cluster (the spec's kerberos_principal), "
-             "e.g. tarn/_HOST@EXAMPLE.COM; _HOST is each node's name (default $TARN_SERVICE_PRINCIPAL)",
+        help="the service's Kerberos principal on a secure cluster, e.g. tarn/_HOST@EXAMPLE.COM "
+             "(default $TARN_SERVICE_PRINCIPAL)",
+        doc=("The service's own Kerberos principal on a secure cluster (the spec's C(kerberos_principal)),",
+             "e.g. C(tarn/_HOST@EXAMPLE.COM); C(_HOST) is each node's name.",
+             "Default C($TARN_SERVICE_PRINCIPAL)."),
     )  # fmt: skip
     service_keytab: str | None = option(
         None, "--service-keytab", group="YARN service", launcher=True, metavar="PATH",
