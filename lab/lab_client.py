@@ -62,6 +62,11 @@ def cluster_args() -> list[str]:
     return ["--rm-url", RM_URL, "--webhdfs-url", webhdfs_url()]
 
 
+def service_kerberos_principal() -> dict[str, str]:
+    """A YARN service spec's kerberos_principal on the secure lab (the keytab on every NodeManager)."""
+    return {"principal_name": SERVICE_PRINCIPAL, "keytab": f"file://{SERVICE_KEYTAB}"}
+
+
 def module_identity() -> dict[str, str]:
     """The tarn.yarn modules' options for the lab's user and service identities (secure lab)."""
     if not secure():

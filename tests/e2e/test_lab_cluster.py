@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
+from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support.lab import wait_for
@@ -61,9 +62,12 @@ def test_zookeeper_answers(zk_hosts: str) -> None:
 
 
 def sleep_service(name: str, count: int) -> dict[str, Any]:
+    # a secure cluster's YARN refuses a service without a principal and keytab of its own
+    identity = {"kerberos_principal": lab_client.service_kerberos_principal()} if lab_client.secure() else {}
     return {
         "name": name,
         "version": "1.0",
+        **identity,
         "components": [
             {
                 "name": "sleep",

@@ -34,6 +34,7 @@ import requests
 import tritonclient.http as triton_http
 from kazoo.client import KazooClient
 
+from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.controller.memory import memory_path
 from tarn.errors import ClusterError
@@ -245,10 +246,12 @@ def test_from_zero_bursts_are_answered_and_idle_gives_the_gpus_back(zero: Zero) 
         f"{free} free GPUs are not whole nodes of {per_container}"
     )
     rm.destroy(TAKER)
+    identity = {"kerberos_principal": lab_client.service_kerberos_principal()} if lab_client.secure() else {}
     rm.create_service(
         {
             "name": TAKER,
             "version": "1",
+            **identity,
             "components": [
                 {
                     "name": "sleeper",
