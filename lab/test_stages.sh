@@ -5,9 +5,9 @@
 #   - the production scenario (one node of its own, nothing started).
 # Both must end before the lab's e2e tests start: those measure requests under load, alone. Each
 # step prints its stage line (lab/stage.sh); a side job's output follows once it has ended.
-# The lab is Kerberized (inventories/lab); after its e2e suite the same nodes are converged again
-# with simple authentication and the simple path's e2e tests run (submit, stage, serve through
-# HAProxy, scale): the seeds' simple environments stay proven.
+# The lab scenario runs with simple authentication (molecule/lab/molecule.yml); after its e2e suite
+# the same nodes are converged again with Kerberos and the secure path's tests run (issue 33: the
+# whole suite does not pass on the secure lab yet, docs/kerberos.md).
 #
 # Usage: lab/test_stages.sh   (from make test, with the Makefile's environment)
 set -uo pipefail
@@ -46,9 +46,13 @@ if [[ $rc == 0 ]] && ! lab verify; then
   rc=1
 fi
 if [[ $rc == 0 ]]; then
-  simple() { TARN_LAB_SECURE=false "$stage" "lab, simple authentication: $1" "${@:2}"; }
-  simple "site.yml" ansible-playbook -i inventories/lab/hosts.yml playbooks/site.yml &&
-    simple "e2e" pytest -p no:cacheprovider -s tests/e2e/test_haproxy.py || rc=1
+  # The secure lab (issue 33): the same nodes converged with Kerberos (KDC, keytabs, HDFS on SASL
+  # and HTTPS, ZooKeeper with SASL), its node checks, and the secure path's e2e tests.
+  secure() { TARN_LAB_SECURE=true "$stage" "lab, Kerberos: $1" "${@:2}"; }
+  ephemeral=$(mktemp -d) && ln -s "$PWD/inventories/lab" "$ephemeral/inventory"
+  secure "site.yml" ansible-playbook -i inventories/lab/hosts.yml playbooks/site.yml &&
+    secure "node checks, e2e" env MOLECULE_EPHEMERAL_DIRECTORY="$ephemeral" pytest -p no:cacheprovider -s \
+      molecule/lab/tests/test_lab_nodes.py tests/e2e/test_haproxy.py tests/e2e/test_kerberos.py || rc=1
 fi
 lab destroy || rc=1
 exit "$rc"
