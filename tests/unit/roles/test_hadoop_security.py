@@ -34,9 +34,11 @@ def test_without_a_realm_the_cluster_stays_simple() -> None:
     assert files["core-site.xml"]["hadoop.security.authentication"] == "simple"
     assert "dfs.http.policy" not in files["hdfs-site.xml"]
     assert "ssl-server.xml" not in files
-    t = templar(groups=GROUPS)
+    t = templar(groups=GROUPS, hadoop_tls_ca_certificate_src="/build/lab/tls/ca.pem")  # as the lab gives it
     assert value(t, "hadoop_webhdfs_url") == "http://master:9870/webhdfs/v1"
     assert value(t, "hadoop_http_user_query") == "&user.name=hdfs"
+    # the roles' HTTP calls verify with no CA file: it is installed on secure clusters only
+    assert value(t, "hadoop_tls_ca_path") == ""
 
 
 def test_a_realm_makes_every_daemon_secure() -> None:
@@ -56,8 +58,9 @@ def test_a_realm_makes_every_daemon_secure() -> None:
     assert yarn["yarn.resourcemanager.proxy-user-privileges.enabled"] == "true"
     assert files["ssl-server.xml"]["ssl.server.keystore.password"] == "k"
     assert files["ssl-client.xml"]["ssl.client.truststore.password"] == "t"
-    t = templar(groups=GROUPS, kerberos_realm=REALM)
+    t = templar(groups=GROUPS, kerberos_realm=REALM, hadoop_tls_ca_certificate_src="/build/lab/tls/ca.pem")
     assert value(t, "hadoop_webhdfs_url") == "https://master:9871/webhdfs/v1"
+    assert value(t, "hadoop_tls_ca_path") == "/usr/local/share/ca-certificates/hadoop-ca.crt"
     assert value(t, "hadoop_http_user_query") == ""  # SPNEGO, never a claimed user
 
 
