@@ -20,10 +20,10 @@ import urllib.request
 from pathlib import Path
 
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.clients.spnego import NegotiateAuth
+from tarn.clients.spnego import rm_auth
 from tarn.errors import ConfigError
-from tarn.stdlib.kerberos import KerberosIdentity, SpnegoAuth
-from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+from tarn.stdlib.kerberos import KerberosIdentity, webhdfs_auth
+from tarn.stdlib.webhdfs import WebHdfsClient
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("TARN_BUILD", ROOT / "build"))
@@ -80,14 +80,12 @@ def identity(user: str = USER) -> KerberosIdentity | None:
 
 
 def resource_manager(user: str = USER) -> ResourceManager:
-    who = identity(user)
-    return ResourceManager([RM_URL], user=user, auth=NegotiateAuth(who) if who else None)
+    return ResourceManager([RM_URL], user=user, auth=rm_auth(identity(user)))
 
 
 def webhdfs(user: str = USER) -> WebHdfsClient:
     """WebHDFS as `user`: user.name with simple authentication, its principal on a secure lab."""
-    who = identity(user)
-    return WebHdfsClient(webhdfs_url(), SpnegoAuth(who) if who else SimpleAuth(user))
+    return WebHdfsClient(webhdfs_url(), webhdfs_auth(identity(user), user))
 
 
 def user_keytab(user: str) -> Path:

@@ -130,11 +130,11 @@ STAGER = """
 import json, logging, sys
 from pathlib import Path
 from tarn.stdlib.launcher.staging import stage_repository
-from tarn.stdlib.kerberos import SpnegoAuth, service_identity
-from tarn.stdlib.webhdfs import SimpleAuth, WebHdfsClient
+from tarn.stdlib.kerberos import service_identity, webhdfs_auth
+from tarn.stdlib.webhdfs import WebHdfsClient
 logging.basicConfig(level=logging.INFO, format="%(message)s")
 identity = service_identity(*sys.argv[5:7]) if len(sys.argv) > 5 else None  # a secure lab: the service keytab
-client = WebHdfsClient(sys.argv[4], SpnegoAuth(identity) if identity else SimpleAuth("tarn"))
+client = WebHdfsClient(sys.argv[4], webhdfs_auth(identity, "tarn"))
 report = stage_repository(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), client, 4)
 print(json.dumps({"downloaded": report.downloaded, "waited": report.waited, "refetched": report.refetched,
                   "bytes": report.bytes_downloaded, "reused": report.reused}))

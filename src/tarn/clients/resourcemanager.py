@@ -1,7 +1,7 @@
 """YARN ResourceManager REST: cluster state (/ws/v1) and the YARN Services API (/app/v1).
 
 Simple authentication passes the user as ``user.name``; on a Kerberized cluster pass a requests
-auth object (tarn.clients.spnego.requests_auth: SPNEGO with the caller's ticket). With RM HA,
+auth object (tarn.clients.spnego.rm_auth: SPNEGO as a Kerberos identity). With RM HA,
 every RM URL is tried in turn and the one that answered is remembered: a standby RM redirects or
 refuses API calls.
 """

@@ -24,6 +24,12 @@ class NegotiateAuth(requests.auth.AuthBase):
         return request
 
 
+def rm_auth(identity: KerberosIdentity | None) -> requests.auth.AuthBase | None:
+    """The RM client's authentication: SPNEGO as ``identity`` on a secure cluster, else None
+    (simple authentication: the client sends ``user.name``)."""
+    return NegotiateAuth(identity) if identity else None
+
+
 def requests_auth(identity: KerberosIdentity | None = None) -> requests.auth.AuthBase:
     """SPNEGO for a requests session: the caller's ticket cache, or the identity given."""
     return NegotiateAuth(identity)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from types import FrameType
 
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.clients.spnego import NegotiateAuth
+from tarn.clients.spnego import rm_auth
 from tarn.controller.loop import ControlLoop
 from tarn.controller.observe import Scraper
 from tarn.controller.registry import Registry
@@ -32,8 +32,8 @@ from tarn.ranger.settings import PluginSettings, settings_of
 from tarn.stdlib.api_token import read_token
 from tarn.stdlib.config import TarnConfig
 from tarn.stdlib.hadoop_site import namenode_http_url
-from tarn.stdlib.kerberos import SpnegoAuth, service_identity
-from tarn.stdlib.webhdfs import Authenticator, SimpleAuth, WebHdfsClient, namenode_location
+from tarn.stdlib.kerberos import service_identity, webhdfs_auth
+from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_location
 
 log = logging.getLogger("tarn.controller")
 
@@ -47,8 +47,7 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     ranger = settings_of(config)  # ConfigError before anything starts
     # no retries within a tick: the loop already treats an unreadable service as "try next tick"
     identity = service_identity(config.service_principal, config.service_keytab)  # a secure cluster
-    rm_auth = NegotiateAuth(identity) if identity else None
-    rm = ResourceManager(rm_at, user=user, timeout=5.0, service_get_retries=(), auth=rm_auth)
+    rm = ResourceManager(rm_at, user=user, timeout=5.0, service_get_retries=(), auth=rm_auth(identity))
     registry = None
     if config.zk_ensemble:
         # a secure cluster: SASL (Kerberos) as the service, znodes only it may change
@@ -62,7 +61,7 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     if registry is not None:
         registry.watch_demand(controller.note_demand)
     refresher = None if ranger is None else start_ranger(ranger)
-    hdfs_auth: Authenticator = SpnegoAuth(identity) if identity else SimpleAuth(user)
+    hdfs_auth = webhdfs_auth(identity, user)
     audit = None if ranger is None or not ranger.audit.on else start_audit(ranger, hdfs_auth, environ)
     authorizer = None if refresher is None else Authorizer(lambda: refresher.state, audit=audit)
     api = Api(controller, read_token(config.token, config.token_file), authorizer)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.clients.spnego import NegotiateAuth
+from tarn.clients.spnego import rm_auth
 from tarn.errors import ConfigError
 from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls, webhdfs_url
 from tarn.stdlib.hadoop_site import kerberos_enabled
-from tarn.stdlib.kerberos import KerberosIdentity, SpnegoAuth
-from tarn.stdlib.webhdfs import Authenticator, SimpleAuth, WebHdfsClient
+from tarn.stdlib.kerberos import KerberosIdentity, webhdfs_auth
+from tarn.stdlib.webhdfs import WebHdfsClient
 
 
 class Cluster:
@@ -97,10 +97,7 @@ def connect(
         url = webhdfs or webhdfs_url(
             read_properties(conf / "hdfs-site.xml"), read_properties(conf / "core-site.xml")
         )
-        auth: Authenticator = SpnegoAuth(identity) if identity else SimpleAuth(name)
-        return WebHdfsClient(url, auth)
+        return WebHdfsClient(url, webhdfs_auth(identity, name))
 
-    rm_auth = NegotiateAuth(identity) if identity else None
-    return Cluster(
-        rm=ResourceManager(urls, user=name, auth=rm_auth), user=name, make_hdfs=web_hdfs, identity=identity
-    )
+    rm = ResourceManager(urls, user=name, auth=rm_auth(identity))
+    return Cluster(rm=rm, user=name, make_hdfs=web_hdfs, identity=identity)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tarn.errors import ConfigError
+from tarn.stdlib.webhdfs import Authenticator, SimpleAuth
 
 _T = TypeVar("_T")
 
@@ -373,6 +374,11 @@ class ClientContext:
 
 class GssFailure(ConfigError):
     """A GSSAPI call on an established (or establishing) context failed."""
+
+
+def webhdfs_auth(identity: KerberosIdentity | None, user: str) -> Authenticator:
+    """WebHDFS's authentication: SPNEGO as ``identity`` on a secure cluster, else ``user.name=user``."""
+    return SpnegoAuth(identity) if identity else SimpleAuth(user)
 
 
 def service_identity(principal: str | None, keytab: str | None) -> KerberosIdentity | None:

@@ -29,11 +29,11 @@ from pathlib import Path
 
 from tarn.stdlib.config import LAUNCHER_OPTIONS, add_config_arguments, config_from_namespace
 from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
-from tarn.stdlib.kerberos import SpnegoAuth, service_identity
+from tarn.stdlib.kerberos import service_identity, webhdfs_auth
 from tarn.stdlib.launcher import rank, supervise, world
 from tarn.stdlib.launcher.secrets import keystore_password, load_environment_from_jceks
 from tarn.stdlib.launcher.staging import StagingError, resolve_repository
-from tarn.stdlib.webhdfs import Authenticator, SimpleAuth, WebHdfsClient, namenode_location
+from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_location
 
 log = logging.getLogger("tarn.launcher")
 # Longer than the NodeManager's SIGKILL delay (the yarn_nodemanager role's default: 10 s).
@@ -88,8 +88,7 @@ def hdfs_user(environ: Mapping[str, str]) -> str:
 
 def hdfs_auth(args: argparse.Namespace, environ: Mapping[str, str]) -> Authenticator:
     """SPNEGO from the service's keytab on a secure cluster; the container's user otherwise."""
-    identity = service_identity(args.service_principal, args.service_keytab)
-    return SpnegoAuth(identity) if identity else SimpleAuth(hdfs_user(environ))
+    return webhdfs_auth(service_identity(args.service_principal, args.service_keytab), hdfs_user(environ))
 
 
 def webhdfs_location(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, str]:
