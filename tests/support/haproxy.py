@@ -32,6 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 from tarn.haproxy.plan import AdminState
 from tarn.haproxy.runtime import RuntimeApi, RuntimeApiError
 from tests.support import ROOT
+from tests.support.loopback import QuietHandler, reply_text
 
 SEEDS_CFG = ROOT / "tests" / "integration" / "fixtures" / "seeds-haproxy.cfg"
 BACKEND = "triton_backend"
@@ -176,7 +177,7 @@ class ControllerState:
 
 
 def controller_handler(state: ControllerState) -> type[BaseHTTPRequestHandler]:
-    class FakeController(BaseHTTPRequestHandler):
+    class FakeController(QuietHandler):
         def do_GET(self) -> None:
             state.requests += 1
             state.tokens.append(self.headers.get("X-TARN-Token"))
@@ -184,15 +185,7 @@ def controller_handler(state: ControllerState) -> type[BaseHTTPRequestHandler]:
                 self.send_response(401 if urlsplit(self.path).path == "/instances" else 404)
                 self.end_headers()
                 return
-            body = "".join(f"{i}\n" for i in sorted(state.instances)).encode()
-            self.send_response(state.status)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
+            reply_text(self, state.status, "".join(f"{i}\n" for i in sorted(state.instances)))
 
     return FakeController
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tarn.stdlib import kerberos
+from tests.support.loopback import QuietHandler, reply_text, serve
 
 REALM = "TARN.TEST"
 # program -> the Debian package that has it
@@ -257,7 +258,7 @@ def spnego_server(keytab: Path) -> Iterator[SpnegoServer]:
     acceptor = Acceptor(keytab)
     holder: list[SpnegoServer] = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             state = holder[0]
             header = self.headers.get("Authorization", "")
@@ -275,22 +276,10 @@ def spnego_server(keytab: Path) -> Iterator[SpnegoServer]:
             self.answer(200, name)
 
         def answer(self, status: int, text: str) -> None:
-            body = text.encode()
-            self.send_response(status)
-            if status == 401:
-                self.send_header("WWW-Authenticate", "Negotiate")
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            reply_text(self, status, text, {"WWW-Authenticate": "Negotiate"} if status == 401 else None)
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = serve(Handler)
     holder.append(SpnegoServer(acceptor, server))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
         yield holder[0]
     finally:

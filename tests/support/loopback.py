@@ -28,11 +28,26 @@ def url(server: ThreadingHTTPServer) -> str:
 def reply_json(
     handler: BaseHTTPRequestHandler, status: int, body: Any, headers: dict[str, str] | None = None
 ) -> None:
-    payload = json.dumps(body).encode()
+    _reply(handler, status, json.dumps(body).encode(), "application/json", headers)
+
+
+def reply_text(
+    handler: BaseHTTPRequestHandler, status: int, text: str, headers: dict[str, str] | None = None
+) -> None:
+    _reply(handler, status, text.encode(), "text/plain", headers)
+
+
+def _reply(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    payload: bytes,
+    content_type: str,
+    headers: dict[str, str] | None,
+) -> None:
     handler.send_response(status)
     for key, value in (headers or {}).items():
         handler.send_header(key, value)
-    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Type", content_type)
     handler.send_header("Content-Length", str(len(payload)))
     handler.end_headers()
     handler.wfile.write(payload)
