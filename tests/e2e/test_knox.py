@@ -5,9 +5,11 @@ controller (GET /authorize, answering from Ranger's policies served by the stand
 
 The test adds a topology for its own service with the collection's knox role (a second run changes
 nothing), then checks: every model infers as alice, 401 without or with wrong credentials, Knox's
-answer for each user, model and action is /authorize's; an instance killed under load through Knox
-costs no request, and the instance YARN starts in its place serves through Knox within a second of
-its znode (measured over 10 kills); a ZooKeeper restart under load costs no request.
+answer for each user, model and action is /authorize's, and on the secure lab the same with SPNEGO
+(alice@TARN.LAB, bob@TARN.LAB) through the service's Kerberos topology; an instance killed under
+load through Knox costs no request, and the instance YARN starts in its place serves through Knox
+within a second of its znode (measured over 10 kills); a ZooKeeper restart under load costs no
+request.
 """
 
 from __future__ import annotations
@@ -31,8 +33,11 @@ import pytest
 import requests
 from kazoo.client import KazooClient
 
+from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
+from tarn.clients.spnego import requests_auth
 from tarn.service.wait import ready, stable
+from tarn.stdlib.kerberos import KerberosIdentity
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
 from tests.support.lab import LAB_MASTER, LAB_USER, podman_exec, restart_zookeeper, wait_for, znodes
@@ -52,6 +57,9 @@ from tests.support.ranger_documents import write_xml
 SERVICE = "tarn-e2e-knox"
 RANGER_SERVICE = "triton_prod"  # policy() names it; a fresh stand-in holds only POLICIES
 KNOX = f"127.0.0.1:18443/gateway/{SERVICE}/triton"  # the topology the role adds for SERVICE
+# On the secure lab (Kerberos mode) the role adds SERVICE's SPNEGO twin too, reached by the name of
+# Knox's principal HTTP/edge (a SPNEGO client asks for HTTP/<the URL's host>), not the published port.
+KNOX_SPNEGO = f"edge:8443/gateway/{SERVICE}-kerberos/triton"  # knox_kerberos_topology_suffix
 BASE_PORT, STRIDE, AM_PORT = 8500, 10, 8893
 ZK_NAMESPACE = f"/services/{SERVICE}"
 ZK_PATH = f"{ZK_NAMESPACE}/instances"
@@ -93,6 +101,25 @@ def through_knox(user: str, model: str, action: str) -> requests.Response:
     if action == "infer":
         return knox(f"/v2/models/{model}/infer", user, json={"inputs": [INFER[model][0]]})
     return knox(f"/v2/models/{model}", user)
+
+
+def spnego(path: str, user: str | None = "alice", **kwargs: Any) -> requests.Response:
+    """A request to the SPNEGO topology as <user>@TARN.LAB (its keytab made on the lab's KDC), or with
+    no credentials."""
+    identity = (
+        KerberosIdentity(f"{user}@{lab_client.REALM}", str(lab_client.user_keytab(user))) if user else None
+    )
+    method = "POST" if "json" in kwargs else "GET"
+    return requests.request(
+        method, f"https://{KNOX_SPNEGO}{path}", auth=requests_auth(identity) if identity else None,
+        verify=str(CERT), timeout=30, **kwargs,
+    )  # fmt: skip
+
+
+def through_spnego(user: str, model: str, action: str) -> requests.Response:
+    if action == "infer":
+        return spnego(f"/v2/models/{model}/infer", user, json={"inputs": [INFER[model][0]]})
+    return spnego(f"/v2/models/{model}", user)
 
 
 def run_the_role(here: Path, token: str) -> int:
@@ -210,6 +237,54 @@ def test_knox_answers_as_authorize_does_and_every_model_infers_as_alice(service:
     )  # fmt: skip
     assert client.returncode == 0, client.stdout + client.stderr
     print(client.stdout.strip())
+
+
+@pytest.mark.skipif(
+    not lab_client.secure(), reason="SPNEGO through Knox needs the secure lab (Knox in Kerberos mode)"
+)
+def test_spnego_through_the_kerberos_topology_answers_as_authorize_does(service: Service) -> None:
+    """The SPNEGO twin of the service's topology (Knox's HadoopAuth provider): no credentials and LDAP
+    passwords get 401 with a Negotiate challenge (the password is not logged); alice@TARN.LAB and
+    bob@TARN.LAB become alice and bob (the name rules), and Knox's answer for each user, model and
+    action is /authorize's; add_one infers right; alice cannot impersonate bob with doAs."""
+    # deployed with the service's LDAP topology, which the fixture waited for; 404 until Knox has it
+    wait_for(lambda: spnego("/v2", user=None).status_code != 404, 60, "Knox serving the SPNEGO topology")
+    bare = spnego("/v2/models/add_one/infer", user=None, json={"inputs": [INFER["add_one"][0]]})
+    assert bare.status_code == 401, (bare.status_code, bare.text[:200])
+    assert bare.headers.get("WWW-Authenticate", "").startswith("Negotiate"), dict(bare.headers)
+    password = requests.get(
+        f"https://{KNOX_SPNEGO}/v2/models/add_one",
+        auth=("alice", PASSWORDS["alice"]),
+        verify=str(CERT),
+        timeout=30,
+    )
+    assert password.status_code == 401, "the SPNEGO topology took an LDAP password"
+    logged = podman_exec("edge", "grep", "-c", BASIC_ALICE.split()[1], "/opt/knox/logs/gateway.log")
+    assert logged.stdout.strip() in ("", "0"), "the refused password reached gateway.log (hadoop-auth's WARN)"
+    answer = spnego("/v2/models/add_one/infer", "alice", json={"inputs": [INFER["add_one"][0]]})
+    assert answer.status_code == 200, (answer.status_code, answer.text[:300])
+    assert answer.json()["outputs"][0]["data"] == INFER["add_one"][1], answer.text
+    seen = {}
+    for user, model, action in product(PASSWORDS, INFER, ("infer", "metadata")):
+        reply = through_spnego(user, model, action)
+        allowed = service.authorize(user, model, action)  # the short name: what Ranger's policies name
+        assert reply.status_code == (200 if allowed else 403), (
+            user,
+            model,
+            action,
+            reply.status_code,
+            reply.text,
+        )
+        seen[user, model, action] = reply.status_code
+        want = INFER[model][1]
+        if action == "infer" and reply.status_code == 200 and want is not None:
+            assert reply.json()["outputs"][0]["data"] == want, reply.text
+    assert all(seen["alice", model, "infer"] == 200 for model in INFER), seen
+    assert {seen["bob", model, "infer"] for model in INFER} == {200, 403}, seen
+    # no hadoop.proxyuser.* params in the topology: nobody may act as another user
+    impersonating = spnego("/v2/models/add_one?doAs=bob", "alice")
+    assert impersonating.status_code == 403, (impersonating.status_code, impersonating.text[:200])
+    print(f"\n[knox] {len(seen)} answers through Knox with SPNEGO equal /authorize's: {seen}")
 
 
 def test_a_session_knox_opened_for_a_cookieless_request_ends_with_it(service: Service) -> None:

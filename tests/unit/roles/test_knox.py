@@ -1,6 +1,7 @@
 """The role tarn.yarn.knox without a host: its templates rendered with Ansible's own templating
 (the role's defaults and vars plus sample inputs) and parsed as XML, compared with the topology
-knox/smoke.sh runs end to end and the gateway-site.xml of knox/gateway-dist; its argument
+knox/smoke.sh runs end to end and the gateway-site.xml of knox/gateway-dist; Kerberos mode (each
+topology's SPNEGO twin with Knox's HadoopAuth provider, gateway-site, the JAAS file); its argument
 specification; its secrets kept out of the output; `ansible-playbook --syntax-check`; and the
 validate entry point, run against an unreachable host so that any attempt to touch one fails.
 """
@@ -79,7 +80,8 @@ def parse(xml: str) -> ET.Element:
 
 
 def topologies(t: Templar) -> list[ET.Element]:
-    return [parse(render("topology.xml.j2", t, knox_topo=topo)) for topo in value(t, "knox_topologies")]
+    """Every topology file the role renders, in order (a service's, then its Kerberos twin)."""
+    return [parse(render("topology.xml.j2", t, knox_topo=topo)) for topo in value(t, "knox_topology_files")]
 
 
 def providers(topology: ET.Element) -> dict[str, Json]:
@@ -311,6 +313,148 @@ def test_the_units_run_the_jars_with_the_jdk17_flags() -> None:
     assert "AmbientCapabilities=CAP_NET_BIND_SERVICE" in low_port
 
 
+# ---- Kerberos mode (kerberos_realm set): each topology's SPNEGO twin
+
+REALM = "TARN.LAB"
+SIGNATURE = "signature-secret-for-tests"  # a test value; checked never to be shown
+KERBEROS: Json = {
+    "kerberos_realm": REALM,
+    "knox_kerberos_signature_secret": SIGNATURE,
+    "ansible_facts": {"fqdn": "Edge.Example.Org"},
+}
+TWO_SERVICES: Json = {
+    "knox_tarn_services": [
+        {"authorize_urls": ["http://m1:8888/authorize"], "token": TOKEN},
+        {
+            "name": "llm",
+            "authorize_urls": ["http://m3:9999/authorize"],
+            "token": "t2",
+            "zookeeper_namespace": "/llm",
+        },
+    ]
+}
+# Names as Knox 2.0.0's HadoopAuthFilter (config.prefix, then the prefixed keys) and hadoop-auth 3.2.4's
+# AuthenticationFilter and KerberosAuthenticationHandler read them (docs/knox.md).
+HADOOP_AUTH = {
+    "config.prefix": "hadoop.auth.config",
+    "hadoop.auth.config.type": "kerberos",
+    "hadoop.auth.config.simple.anonymous.allowed": "false",
+    "hadoop.auth.config.token.validity": "1800",
+    "hadoop.auth.config.cookie.path": "/gateway/tarn-kerberos",
+    "hadoop.auth.config.signature.secret.file": "/opt/knox/data/security/hadoop-auth-signature.secret",
+    "hadoop.auth.config.kerberos.principal": "HTTP/edge.example.org@TARN.LAB",
+    "hadoop.auth.config.kerberos.keytab": "/etc/security/keytabs/knox-spnego.service.keytab",
+    "hadoop.auth.config.kerberos.name.rules": "DEFAULT",
+}
+
+
+def by_name(t: Templar) -> dict[str, ET.Element]:
+    names = value(t, "knox_topology_files | map(attribute='name') | list")
+    return dict(zip(names, topologies(t), strict=True))
+
+
+def test_without_a_realm_each_service_has_one_ldap_topology_and_the_gateway_no_kerberos() -> None:
+    t = templar(**TWO_SERVICES)
+    assert list(by_name(t)) == ["tarn", "llm"]
+    assert all(providers(topology)["authentication"]["name"] == "ShiroProvider" for topology in topologies(t))
+    site = properties(render("gateway-site.xml.j2", t))
+    assert site["gateway.hadoop.kerberos.secured"] == "false"
+    assert "java.security.krb5.conf" not in site
+    # twins a Kerberos run left are removed (and only those)
+    assert value(t, "knox_stale_kerberos_topologies") == ["tarn-kerberos", "llm-kerberos"]
+    assert value(t, "knox_install_marker") == "/opt/knox-2.0.0/bin/gateway.jar"
+
+
+def test_a_realm_gives_each_topology_a_spnego_twin_identical_but_for_its_authentication() -> None:
+    t = templar(**KERBEROS, **TWO_SERVICES)
+    found = by_name(t)
+    assert list(found) == ["tarn", "tarn-kerberos", "llm", "llm-kerberos"]
+    for name in ("tarn", "llm"):
+        ldap, kerberos = providers(found[name]), providers(found[f"{name}-kerberos"])
+        assert list(ldap) == list(kerberos) == ["authentication", "identity-assertion", "authorization", "ha"]
+        assert ldap["authentication"]["name"] == "ShiroProvider"
+        assert kerberos["authentication"]["name"] == "HadoopAuth"
+        assert kerberos["authentication"]["enabled"] == "true"
+        for role in ("identity-assertion", "authorization", "ha"):  # same controllers, token alias, instances
+            assert kerberos[role] == ldap[role], (name, role)
+        services = [[ET.tostring(e) for e in found[n].findall("service")] for n in (name, f"{name}-kerberos")]
+        assert services[0] == services[1], services
+    params = providers(found["tarn-kerberos"])["authentication"]["params"]
+    assert dict(params) == HADOOP_AUTH
+    assert params[0] == ("config.prefix", "hadoop.auth.config")
+    llm = dict(providers(found["llm-kerberos"])["authentication"]["params"])
+    assert (
+        llm["hadoop.auth.config.cookie.path"] == "/gateway/llm-kerberos"
+    )  # the cookie stays with its topology
+    # the secret is in a file only Knox reads, never in a topology
+    assert all(
+        SIGNATURE not in render("topology.xml.j2", t, knox_topo=f) for f in value(t, "knox_topology_files")
+    )
+    assert value(t, "knox_stale_kerberos_topologies") == []
+    assert (
+        value(t, "knox_install_marker")
+        == "/opt/knox-2.0.0/lib/gateway-provider-security-hadoopauth-2.0.0.jar"
+    )
+    # the token aliases, written once per service, are shared by both topologies
+    assert value(t, "knox_tarn_tokens") == {"tarn.api.token.tarn": TOKEN, "tarn.api.token.llm": "t2"}
+
+
+def test_the_spnego_topology_name_principal_and_cookie_are_configurable() -> None:
+    t = templar(
+        **KERBEROS,
+        knox_kerberos_topology_suffix="_spnego",
+        knox_kerberos_principal="HTTP/knox.example.org",
+        knox_kerberos_keytab="/etc/knox/http.keytab",
+        knox_kerberos_token_validity_s=600,
+        knox_gateway_path="gw",
+        knox_kerberos_hadoop_auth_extra_params={"hadoop.auth.config.cookie.domain": "example.org"},
+    )
+    [_, twin] = topologies(t)
+    params = dict(providers(twin)["authentication"]["params"])
+    assert params["hadoop.auth.config.kerberos.principal"] == "HTTP/knox.example.org@TARN.LAB"
+    assert params["hadoop.auth.config.kerberos.keytab"] == "/etc/knox/http.keytab"
+    assert params["hadoop.auth.config.token.validity"] == "600"
+    assert params["hadoop.auth.config.cookie.path"] == "/gw/tarn_spnego"
+    assert params["hadoop.auth.config.cookie.domain"] == "example.org"
+    assert value(t, "knox_topology_files | map(attribute='name') | list") == ["tarn", "tarn_spnego"]
+
+
+def test_principals_become_the_user_names_hadoop_gives_them() -> None:
+    # alone on the edge: Hadoop's DEFAULT rule (alice@TARN.LAB is alice)
+    assert value(templar(**KERBEROS), "knox_kerberos_name_rules") == "DEFAULT"
+    # where the inventory (or the hadoop role on the same host) has auth_to_local: the same rules,
+    # one line each in core-site, space-separated in the topology (hadoop-auth's parser takes both)
+    hadoop = trusted(yaml.safe_load((ROOT / "roles" / "hadoop" / "defaults" / "main.yml").read_text()))
+    t = templar(**KERBEROS, **hadoop)
+    rules = dict(providers(topologies(t)[1])["authentication"]["params"])[
+        "hadoop.auth.config.kerberos.name.rules"
+    ]
+    assert rules == " ".join(value(t, "hadoop_auth_to_local").split())
+    assert rules.startswith("RULE:[2:$1@$0](nn@TARN.LAB)s/.*/hdfs/ ")
+    assert rules.endswith(" DEFAULT")
+
+
+def test_in_kerberos_mode_the_gateway_reads_the_realm_and_a_jaas_file() -> None:
+    t = templar(**KERBEROS, knox_gateway_site_extra={"sun.security.krb5.debug": "true"})
+    site = properties(render("gateway-site.xml.j2", t))
+    assert site["gateway.hadoop.kerberos.secured"] == "true"
+    assert site["java.security.krb5.conf"] == "/etc/krb5.conf"
+    # Knox 2.0.0 sets both as system properties and fails to start when either is unset
+    assert site["java.security.auth.login.config"] == "/opt/knox/conf/krb5JAASLogin.conf"
+    assert site["sun.security.krb5.debug"] == "true"
+    assert (
+        properties(
+            render("gateway-site.xml.j2", templar(**KERBEROS, kerberos_client_conf="/etc/krb5/x.conf"))
+        )["java.security.krb5.conf"]
+        == "/etc/krb5/x.conf"
+    )
+    jaas = render("krb5JAASLogin.conf.j2", t)
+    assert re.search(r"com\.sun\.security\.jgss\.initiate \{\n.*\n\};", jaas, re.S)
+    assert 'keyTab="/etc/security/keytabs/knox-spnego.service.keytab"' in jaas
+    assert 'principal="HTTP/edge.example.org@TARN.LAB"' in jaas
+    assert all(line.startswith("//") for line in jaas.split("com.sun")[0].splitlines())  # JAAS comments
+
+
 # ---- argument specification, defaults, secrets
 
 
@@ -326,6 +470,8 @@ def test_the_argument_spec_names_each_required_variable() -> None:
     assert services["elements"] == "dict"
     assert {n for n, s in services["options"].items() if s.get("required")} == {"authorize_urls", "token"}
     assert services["options"]["token"]["no_log"] is True
+    # required in Kerberos mode only (tasks/validate.yml), so not `required`
+    assert main["knox_kerberos_signature_secret"]["no_log"] is True
     assert SPECS["validate"]["options"] == main
 
 
@@ -350,7 +496,7 @@ def tasks(path: Path) -> Iterator[Json]:
     yield from walk(load(path) or [])
 
 
-SECRETS = ("knox_master_secret", "knox_tarn_tokens")
+SECRETS = ("knox_master_secret", "knox_tarn_tokens", "knox_kerberos_signature_secret")
 
 
 def test_every_task_that_carries_a_secret_has_no_log() -> None:
@@ -367,7 +513,7 @@ def test_every_task_that_carries_a_secret_has_no_log() -> None:
             if any(secret in carried for secret in SECRETS):
                 checked += 1
                 assert task.get("no_log") is True, f"{path.name}: {task['name']}"
-    assert checked >= 5  # master, keystore, certificate, aliases, fingerprints
+    assert checked >= 6  # master, keystore, certificate, aliases, fingerprints, signature secret
 
 
 def test_assert_messages_mask_the_secrets() -> None:
@@ -465,6 +611,21 @@ def validate(tmp_path: Path, extra: Json) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
+KERBEROS_INPUTS: Json = {
+    "kerberos_realm": REALM,
+    "knox_kerberos_signature_secret": SIGNATURE,
+    "kerberos_client_kdc_hosts": ["master"],
+}
+
+
+def test_valid_kerberos_inputs_pass_without_touching_the_host(tmp_path: Path) -> None:
+    rc, out = validate(tmp_path, KERBEROS_INPUTS)
+    assert rc == 0, out
+    assert "unreachable=0" in out
+    assert "failed=0" in out
+    assert SIGNATURE not in out
+
+
 def test_valid_inputs_pass_without_touching_the_host(tmp_path: Path) -> None:
     sha = hashlib.sha256(b"not a real archive").hexdigest()
     rc, out = validate(tmp_path, {"knox_archive_sha256": sha})
@@ -496,6 +657,39 @@ BAD_INPUTS = [
         "zookeeper_namespace",
     ),
     ("wrong archive checksum", {"knox_archive_sha256": "0" * 64}, "knox_archive_sha256"),
+    (
+        "Kerberos without a signature secret",
+        {**KERBEROS_INPUTS, "knox_kerberos_signature_secret": None},
+        "knox_kerberos_signature_secret is missing",
+    ),
+    (
+        "short signature secret",
+        {**KERBEROS_INPUTS, "knox_kerberos_signature_secret": "0123456789"},
+        "shorter than 16 characters",
+    ),
+    ("realm in lower case", {**KERBEROS_INPUTS, "kerberos_realm": "tarn.lab"}, "upper case"),
+    ("realm without KDC", {**KERBEROS_INPUTS, "kerberos_client_kdc_hosts": []}, "kerberos_kdc"),
+    (
+        "Kerberos twin named like another service",
+        {
+            **KERBEROS_INPUTS,
+            "knox_tarn_services": [
+                {"authorize_urls": ["http://m/authorize"], "token": TOKEN},
+                {
+                    "name": "tarn-kerberos",
+                    "authorize_urls": ["http://m/authorize"],
+                    "token": TOKEN,
+                    "zookeeper_namespace": "/other",
+                },
+            ],
+        },
+        "knox_kerberos_topology_suffix",
+    ),
+    (
+        "principal with a realm",
+        {**KERBEROS_INPUTS, "knox_kerberos_principal": "HTTP/_HOST@X.ORG"},
+        "knox_kerberos_principal",
+    ),
 ]
 
 
@@ -509,3 +703,4 @@ def test_bad_inputs_fail_naming_the_variable_before_touching_the_host(
     assert "unreachable=0" in out, out
     assert SECRET not in out, out
     assert TOKEN not in out, out
+    assert SIGNATURE not in out, out
