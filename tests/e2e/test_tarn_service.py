@@ -51,7 +51,8 @@ def infer_everywhere(rows: list[dict[str, Any]], *expect_env: str) -> None:
 
 def container_logs(container_id: str) -> str:
     """Everything YARN and the NodeManagers logged, on both workers, for this test's application."""
-    app = "application_" + "_".join(container_id.split("_")[1:3])  # container_<ts>_<app>_<attempt>_<n>
+    # container_[e<epoch>_]<ts>_<app>_<attempt>_<n>: the epoch appears once the RM has restarted
+    app = "application_" + "_".join(container_id.removeprefix("container_").split("_")[-4:-2])
     text = []
     for worker in WORKERS:
         logs = f"cat /var/log/hadoop/yarn-containers/{app}/*/* /var/log/hadoop/nodemanager/*.log 2>/dev/null"

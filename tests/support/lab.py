@@ -27,6 +27,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
+from lab import lab_client
+from tarn.clients.spnego import rm_auth
 from tests.support import ROOT
 
 T = TypeVar("T")
@@ -140,8 +142,10 @@ def container_processes(node: str) -> list[tuple[int, str, str]]:
 
 
 def running_containers(node: str) -> set[str]:
-    """The containers ``node``'s NodeManager has not ended (its REST API)."""
-    reply = requests.get(f"http://{address(node)}:8042/ws/v1/node/containers", timeout=10)
+    """The containers ``node``'s NodeManager has not ended (its REST API; SPNEGO on a secure lab)."""
+    name = next(name for name, (podman_name, ip) in _nodes().items() if node in (name, podman_name, ip))
+    url = f"http://{name}:8042/ws/v1/node/containers"  # by name: SPNEGO asks for HTTP/<name>
+    reply = requests.get(url, timeout=10, auth=rm_auth(lab_client.identity()))
     reply.raise_for_status()
     listed = (reply.json().get("containers") or {}).get("container") or []
     return {c["id"] for c in listed if c["state"] not in ENDED}
