@@ -5,10 +5,13 @@
     python examples/client.py --url HOST:8001 --protocol grpc --expect-env FOO=set --expect-env BAR=unset
     TARN_CLIENT_PASSWORD=alice-password python examples/client.py \
         --url knox-host:8443/gateway/tarn-demo/triton --ssl --ca-certs knox.pem --user alice
+    kinit alice && python examples/client.py \
+        --url knox-host:8443/gateway/tarn-demo-kerberos/triton --ssl --ca-certs knox.pem --kerberos
 
-The last form goes through Apache Knox (docs/knox.md): HTTPS, HTTP basic auth, the topology's path
-in the URL (tritonclient takes a base path after host:port). The password comes from
-$TARN_CLIENT_PASSWORD, never from the command line. Knox carries HTTP only (no gRPC).
+The last two go through Apache Knox (docs/knox.md): HTTPS, the topology's path in the URL
+(tritonclient takes a base path after host:port), and HTTP basic auth against LDAP or, on a
+Kerberized cluster, SPNEGO (the ticket from kinit, or $TARN_PRINCIPAL from $TARN_KEYTAB). The
+password comes from $TARN_CLIENT_PASSWORD, never from the command line. Knox carries HTTP only.
 
 Waits for the server and the models to be ready (--wait seconds), infers add_one and linear_onnx
 and compares the results with the known answers. --expect-env asks the env_probe model whether a
@@ -32,6 +35,8 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.http.auth import BasicAuth
 
+from tarn.stdlib.kerberos import KerberosIdentity
+
 ADD_ONE_INPUT = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
 ADD_ONE_EXPECTED = np.array([2.0, 3.0, 4.0, 5.0], dtype=np.float32)
 # linear_onnx holds WEIGHTS = [[1, 2], [3, 4], [5, 6], [7, 8]] (examples/model_repository/make_onnx.py).
@@ -50,7 +55,7 @@ class Client:
         timeout: float,
         ca_certs: str | None = None,
         ssl: bool = False,
-        auth: tuple[str, str] | None = None,
+        auth: Callable[[Any], None] | None = None,
     ) -> None:
         self.protocol = protocol
         self.module: Any = httpclient if protocol == "http" else grpcclient
@@ -60,7 +65,7 @@ class Client:
                 ssl_options={"ca_certs": ca_certs} if ca_certs else None,
             )  # fmt: skip
             if auth:
-                self.client.register_plugin(BasicAuth(*auth))
+                self.client.register_plugin(auth)
         else:
             certificates = Path(ca_certs).read_text(encoding="ascii") if ca_certs else None
             self.client = grpcclient.InferenceServerClient(url=url, ssl=ssl, root_certificates=certificates)
@@ -85,6 +90,16 @@ class Client:
         if array is None:
             raise RuntimeError(f"{model}: no {output} in the response")
         return np.asarray(array)
+
+
+class Negotiate:
+    """A tritonclient plugin: ``Authorization: Negotiate`` (SPNEGO) for HTTP/<host> on every request."""
+
+    def __init__(self, host: str, identity: KerberosIdentity) -> None:
+        self.host, self.identity = host, identity
+
+    def __call__(self, request: Any) -> None:
+        request.headers["Authorization"] = self.identity.negotiate(self.host)
 
 
 def wait_until(check: Callable[[], bool], seconds: float) -> bool:
@@ -117,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ca-certs", help="PEM of the CA (or server certificate) to trust")
     parser.add_argument("--user", help="basic auth user (Knox); password: $TARN_CLIENT_PASSWORD")
     parser.add_argument(
+        "--kerberos", action="store_true",
+        help="SPNEGO (Knox's Kerberos topology): the kinit ticket, or $TARN_PRINCIPAL from $TARN_KEYTAB",
+    )  # fmt: skip
+    parser.add_argument(
         "--expect-env",
         action="append",
         default=[],
@@ -129,14 +148,19 @@ def main(argv: list[str] | None = None) -> int:
     except argparse.ArgumentTypeError as err:
         parser.error(str(err))
 
-    auth = None
+    auth: Callable[[Any], None] | None = None
+    if (args.user or args.kerberos) and args.protocol != "http":
+        parser.error("--user, --kerberos: for HTTP (Knox carries no gRPC); use --protocol http")
+    if args.user and args.kerberos:
+        parser.error("--user, --kerberos: one or the other (a Knox topology authenticates one way)")
     if args.user:
-        if args.protocol != "http":
-            parser.error("--user: basic auth is for HTTP (Knox carries no gRPC); use --protocol http")
         password = os.environ.get("TARN_CLIENT_PASSWORD")
         if password is None:
             parser.error("--user: set the password in $TARN_CLIENT_PASSWORD")
-        auth = (args.user, password)
+        auth = BasicAuth(args.user, password)
+    if args.kerberos:
+        identity = KerberosIdentity(os.environ.get("TARN_PRINCIPAL"), os.environ.get("TARN_KEYTAB"))
+        auth = Negotiate(args.url.partition(":")[0].partition("/")[0], identity)
     client = Client(args.url, args.protocol, args.timeout, args.ca_certs, args.ssl, auth)
     models = [*MODELS, "env_probe"] if expected_env else list(MODELS)
     if not wait_until(client.ready, args.wait):

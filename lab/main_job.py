@@ -3,7 +3,8 @@
 Checks the cluster, puts examples/model_repository on HDFS, submits the TARN service with
 `tarn submit` (process runtime: Triton runs on the NodeManagers), waits until every Triton
 instance is READY and infers both models on each over HTTP and gRPC, then through the edge's
-HAProxy and through Knox (HTTPS, as the demo LDAP's alice). Run again, it reuses the running
+HAProxy and through Knox (HTTPS, as the demo LDAP's alice; on the secure lab also as
+alice@TARN.LAB with SPNEGO, through the service's Kerberos topology). Run again, it reuses the running
 service. `tarn destroy --service-name tarn-demo …` removes it.
 """
 
@@ -35,6 +36,9 @@ BUILD = Path(os.environ.get("TARN_BUILD", ROOT / "build"))
 TOKEN_FILE = BUILD / "lab-secrets" / "tarn-api-token"
 KNOX_CERT = BUILD / "lab" / "edge-knox.pem"  # fetched by the knox role
 KNOX_USER = ("alice", "alice-password")  # Knox's demo LDAP (knox_demo_ldap_users)
+# The secure lab's SPNEGO twin of the topology (knox_kerberos_topology_suffix), by the name of
+# Knox's principal HTTP/edge: a SPNEGO client asks for HTTP/<the URL's host>.
+KNOX_SPNEGO = f"edge:8443/gateway/{SERVICE}-kerberos/triton"
 
 
 def check_cluster(rm: ResourceManager) -> None:
@@ -131,13 +135,20 @@ def main() -> int:
             "Knox", KNOX, "--ssl", "--ca-certs", str(KNOX_CERT), "--user", KNOX_USER[0],
             env={"TARN_CLIENT_PASSWORD": KNOX_USER[1]},
         )  # fmt: skip
+        entries = f"through HAProxy at http://{HAPROXY} and through Knox at https://{KNOX}"
+        if lab_client.secure():
+            alice = {
+                "TARN_PRINCIPAL": f"alice@{lab_client.REALM}",
+                "TARN_KEYTAB": str(lab_client.user_keytab("alice")),
+            }
+            infer_through(
+                "Knox (SPNEGO)", KNOX_SPNEGO, "--ssl", "--ca-certs", str(KNOX_CERT), "--kerberos", env=alice
+            )
+            entries += f" (LDAP) and https://{KNOX_SPNEGO} (SPNEGO)"
     except TarnError as exc:
         print(f"main job failed: {exc}", file=sys.stderr)
         return 1
-    print(
-        f"the example models are served through TARN on YARN, through HAProxy at http://{HAPROXY}"
-        f" and through Knox at https://{KNOX}"
-    )
+    print(f"the example models are served through TARN on YARN, {entries}")
     return 0
 
 
