@@ -238,6 +238,12 @@ options:
       - "Docker port mappings [host:]container, bridge networks only."
     type: list
     elements: str
+  container_executor_cfg:
+    description:
+      - "The NodeManagers' C(container-executor.cfg), or a copy of it where the module runs (C(--runtime docker))."
+      - "Before anything is uploaded or submitted, the image's registry, the mounts, the network, the GPU runtime and privileged mode are checked against its C([docker]) rules: what Hadoop's container-executor would refuse, or silently drop, fails the task naming the option."
+      - "Default C(container-executor.cfg) in the Hadoop client configuration directory (O(conf_dir), C($HADOOP_CONF_DIR), C(/etc/hadoop/conf)), or C($TARN_CONTAINER_EXECUTOR_CFG)."
+    type: path
   secrets_password:
     description:
       - "Password of the O(secrets) keystore when it is not Hadoop's default C(none) (the CLI reads C($HADOOP_CREDSTORE_PASSWORD))."

@@ -99,7 +99,14 @@ def argument_spec(*parts):
 def service_environ(params):
     """The environment the CLI would read: the user's and the service identity's fallbacks, and the
     credential store password."""
-    passed = ("HADOOP_USER_NAME", "USER", "HADOOP_CONF_DIR", "TARN_SERVICE_PRINCIPAL", "TARN_SERVICE_KEYTAB")
+    passed = (
+        "HADOOP_USER_NAME",
+        "USER",
+        "HADOOP_CONF_DIR",
+        "TARN_SERVICE_PRINCIPAL",
+        "TARN_SERVICE_KEYTAB",
+        "TARN_CONTAINER_EXECUTOR_CFG",
+    )
     environ = dict((k, os.environ[k]) for k in passed if k in os.environ)
     if params.get("secrets_password"):
         environ[tarn_service.STORE_PASSWORD_ENV] = params["secrets_password"]
@@ -119,7 +126,9 @@ def check_libraries(module):
         module.fail_json(msg=missing_required_lib("requests"), exception=REQUESTS_IMPORT_ERROR)
     if TARN_IMPORT_ERROR is not None:
         module.fail_json(
-            msg=missing_required_lib("tarn", url="the tarn.yarn collection's src/ (role tarn.yarn.tarn installs it)"),
+            msg=missing_required_lib(
+                "tarn", url="the tarn.yarn collection's src/ (role tarn.yarn.tarn installs it)"
+            ),
             exception=TARN_IMPORT_ERROR,
         )
 

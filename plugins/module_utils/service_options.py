@@ -61,5 +61,6 @@ SERVICE_OPTIONS = {
     'docker_delayed_removal': ({'type': 'bool'}, '--docker-delayed-removal'),
     'docker_mounts': ({'type': 'list', 'elements': 'str'}, '--docker-mounts'),
     'docker_ports': ({'type': 'list', 'elements': 'str'}, '--docker-ports'),
+    'container_executor_cfg': ({'type': 'path'}, '--container-executor-cfg'),
     'secrets_password': ({'type': 'str', 'no_log': True}, None),
 }

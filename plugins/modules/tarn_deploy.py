@@ -160,7 +160,9 @@ def deploy(module):
         config = tarn_config(dict(params, user=cluster.user))
         password = params.get("secrets_password")
         environ = {tarn_service.STORE_PASSWORD_ENV: password} if password else {}
-        desired = tarn_service.desired_service(config, cluster.user, environ, cluster.rm.configured_urls, cluster.realm)
+        desired = tarn_service.desired_service(
+            config, cluster.user, environ, cluster.rm.configured_urls, cluster.realm, cluster.conf_dir
+        )
         bounds = (config.min_instances, config.max_instances)
     actual = cluster.rm.service(name)
     plan = tarn_service.plan(params["state"], actual, desired.spec if desired else None, bounds)
@@ -193,7 +195,9 @@ def main():
             SERVICE_NAME_ARGS,
             service_args(),
             dict(
-                state=dict(type="str", default="started", choices=["present", "started", "stopped", "absent"]),
+                state=dict(
+                    type="str", default="started", choices=["present", "started", "stopped", "absent"]
+                ),
                 wait=dict(type="bool", default=True),
                 wait_timeout=dict(type="int", default=600),
                 controller_url=dict(type="str"),

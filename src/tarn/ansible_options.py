@@ -54,7 +54,7 @@ def argument_spec(name: str, flag: Flag) -> JSON:
         return {"type": "dict"} if field_name == "env" else {"type": "list", "elements": "str"}
     numbers: dict[Any, str] = {int: "int", float: "float"}
     spec: JSON = {"type": numbers.get(flag.type, "str")}
-    if name.endswith(("_file", "_dir")):
+    if name.endswith(("_file", "_dir", "_cfg")):
         spec["type"] = "path"
     if flag.choices:
         spec["choices"] = list(flag.choices)

@@ -18,6 +18,7 @@ from typing import Any
 from tarn import service
 from tarn.activator import command as activator_command
 from tarn.errors import ConfigError, TarnError
+from tarn.hadoop_conf import client_conf_dir
 from tarn.haproxy import command as haproxy_command
 from tarn.stdlib.api_token import read_token
 from tarn.stdlib.config import ConfigArgumentParser, add_config_arguments, config_from_namespace
@@ -120,7 +121,10 @@ def submit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         target = None  # --dry-run without a cluster: the controller would read $HADOOP_CONF_DIR
     rm_urls = target.rm.configured_urls if target else ()
     realm = target.realm if target else None
-    desired = service.desired_service(config, config.user, environ, rm_urls, realm)  # validates first
+    conf_dir = target.conf_dir if target else client_conf_dir(args.conf_dir, environ)
+    desired = service.desired_service(  # validates first
+        config, config.user, environ, rm_urls, realm, conf_dir, policy_optional=args.dry_run
+    )
     for note in desired.notes:
         print(f"tarn: note: {note}", file=sys.stderr)
     if args.dry_run or target is None:

@@ -88,8 +88,9 @@ SERVICE_PROPERTIES = {"yarn.service.readiness-check-interval.seconds": str(READI
 # component (the Services API keeps properties intact; launch commands are shell words).
 SETTINGS_PROPERTY = "tarn.settings"
 # Options not kept in the settings: the token (never in a spec), the Triton environment (in the
-# spec already, and possibly sensitive), --jar (ignored).
-_UNSETTLED = frozenset({"token", "env", "jar"})
+# spec already, and possibly sensitive), --jar (ignored), the submitter's copy of
+# container-executor.cfg (read where tarn runs, before submitting; nothing in the service uses it).
+_UNSETTLED = frozenset({"token", "env", "jar", "container_executor_cfg"})
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,9 @@ def _component(
 def _controller_command(config: TarnConfig, has_token: bool, rm_urls: tuple[str, ...]) -> str:
     # The ranger conf dir is the submitter's: the controller reads the files YARN localized.
     ranger_conf_dir = None if config.ranger_conf_dir is None else RANGER_CONF_DIR
-    shipped = replace(config, token=None, token_file=None, ranger_conf_dir=ranger_conf_dir)
+    shipped = replace(
+        config, token=None, token_file=None, ranger_conf_dir=ranger_conf_dir, container_executor_cfg=None
+    )
     flags = config_to_argv(shipped, with_env=False)
     if has_token:
         flags += ["--token-file", TOKEN_FILE]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible.template import trust_as_template
+import yaml
+from ansible.template import Templar, trust_as_template
+
+from tests.support import ROOT
 
 
 def trusted(value: Any) -> Any:
@@ -16,3 +19,35 @@ def trusted(value: Any) -> Any:
     if isinstance(value, list):
         return [trusted(v) for v in value]
     return value
+
+
+def node_variables(
+    host: str = "worker1", groups: dict[str, list[str]] | None = None, **inputs: Any
+) -> dict[str, Any]:
+    """The variables of a NodeManager host as site.yml gives them: the hadoop and yarn_nodemanager
+    defaults (trusted), the host, its groups and ``inputs`` (which win)."""
+    variables: dict[str, Any] = {}
+    for role in ("hadoop", "yarn_nodemanager"):
+        variables.update(
+            trusted(yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text()))
+        )
+    variables.update(
+        {"ansible_managed": "Ansible managed", "inventory_hostname": host, "groups": groups or {}}
+    )
+    variables.update(inputs)
+    return variables
+
+
+def node_value(expression: str, **variables: Any) -> Any:
+    """A Jinja expression over :func:`node_variables`."""
+    return Templar(variables=node_variables(**variables)).template(
+        trust_as_template("{{ " + expression + " }}")
+    )
+
+
+def container_executor_cfg(**variables: Any) -> str:
+    """The yarn_nodemanager role's container-executor.cfg, rendered for :func:`node_variables`."""
+    template = (ROOT / "roles" / "yarn_nodemanager" / "templates" / "container-executor.cfg.j2").read_text()
+    text = Templar(variables=node_variables(**variables)).template(trust_as_template(template))
+    assert isinstance(text, str)
+    return text

@@ -82,6 +82,7 @@ SAMPLES: dict[str, Any] = {
     "docker_delayed_removal": True,
     "docker_mounts": ("/data:/data:rw",),
     "docker_ports": ("8000:8000",),
+    "container_executor_cfg": "/etc/hadoop/conf/container-executor.cfg",
 }
 NAMES = [item.name for item in OPTIONS]
 

@@ -1,16 +1,17 @@
 """The TARN service's life cycle: one piece of logic behind the `tarn` CLI and the Ansible modules.
 
-=============== ==========================================================================
-``cluster``     :func:`connect`: the RM (every URL, for HA) and WebHDFS of one user
-``artifacts``   :func:`desired_service`: the spec and the files a config asks for (zipapps, token)
-``plan``        :func:`plan`: desired state vs the RM's service JSON → what to do (pure)
-``apply``       :func:`apply`: carries a plan out (create, upgrade, flex, start, stop, destroy)
-``scale``       :func:`plan_scale` (pure) and :func:`scale`: the instance count and its bounds
-``drain``       the client side of a drain, through the controller's API (scale-down, upgrades)
-``upgrade``     :func:`rolling_upgrade`: one instance at a time, each drained first
-``wait``        named predicates over the RM's service JSON, and the one waiter
-``report``      :func:`instances_of`, :func:`summary`, :func:`controller_url`
-=============== ==========================================================================
+================= ==========================================================================
+``cluster``       :func:`connect`: the RM (every URL, for HA) and WebHDFS of one user
+``artifacts``     :func:`desired_service`: the spec and the files a config asks for (zipapps, token)
+``docker_policy`` a Docker spec checked against the NodeManagers' container-executor.cfg (pure)
+``plan``          :func:`plan`: desired state vs the RM's service JSON → what to do (pure)
+``apply``         :func:`apply`: carries a plan out (create, upgrade, flex, start, stop, destroy)
+``scale``         :func:`plan_scale` (pure) and :func:`scale`: the instance count and its bounds
+``drain``         the client side of a drain, through the controller's API (scale-down, upgrades)
+``upgrade``       :func:`rolling_upgrade`: one instance at a time, each drained first
+``wait``          named predicates over the RM's service JSON, and the one waiter
+``report``        :func:`instances_of`, :func:`summary`, :func:`controller_url`
+================= ==========================================================================
 
 This package is the public interface: front ends import from ``tarn.service``. The controller
 does not import it (it runs inside the service and needs none of this).

@@ -19,6 +19,7 @@ from typing import Any
 from tarn import payload
 from tarn.errors import ConfigError
 from tarn.ranger.settings import settings_of, shipped_files
+from tarn.service.docker_policy import PolicyMissing, check_docker_policy
 from tarn.service.plan import spec_version
 from tarn.spec import CONTROLLER, TRITON, Artifacts, build_service_spec, component_of
 from tarn.stdlib.api_token import read_token
@@ -82,14 +83,25 @@ def desired_service(
     environ: Mapping[str, str],
     rm_urls: tuple[str, ...] = (),
     realm: str | None = None,
+    conf_dir: Path | None = None,
+    policy_optional: bool = False,
 ) -> Desired:
     """Validate ``config`` and build its spec and files; ConfigError names the flag at fault.
     ``realm``: the cluster is Kerberized (the submitter's realm, "" when unknown), so the service
-    needs a principal of its own, in that realm."""
+    needs a principal of its own, in that realm. ``conf_dir``: the Hadoop client configuration, where
+    a Docker service's spec is checked against container-executor.cfg (tarn.service.docker_policy);
+    ``policy_optional`` (a dry run): without that file, a note instead of an error."""
     ranger = settings_of(config)  # reads and checks ranger-triton-security.xml before any contact
     ranger_files = shipped_files(Path(config.ranger_conf_dir)) if ranger and config.ranger_conf_dir else {}
     artifacts = planned_artifacts(config, user, environ, rm_urls, tuple(ranger_files))
     spec = build_service_spec(config, artifacts)  # validates everything before any contact
+    unchecked: tuple[str, ...] = ()
+    try:
+        check_docker_policy(config, spec, conf_dir)
+    except PolicyMissing as exc:
+        if not policy_optional:
+            raise
+        unchecked = (f"the Docker settings were not checked: {exc}",)
     if realm is not None:
         check_service_identity(config, realm)
     code = {
@@ -112,7 +124,7 @@ def desired_service(
             digest.update(name.encode() + b"\0" + data + b"\0")
         _env(spec, CONTROLLER)[RANGER_CONF_DIGEST_ENV] = digest.hexdigest()[:16]
     spec["version"] = spec_version(spec)
-    notes = config.notes + (ranger.notes if ranger else ())
+    notes = config.notes + (ranger.notes if ranger else ()) + unchecked
     return Desired(config=config, user=user, spec=spec, uploads=uploads, notes=notes)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.spnego import rm_auth
@@ -24,10 +25,12 @@ class Cluster:
         hdfs: WebHdfsClient | None = None,
         make_hdfs: Callable[[], WebHdfsClient] | None = None,
         identity: KerberosIdentity | None = None,
+        conf_dir: Path | None = None,
     ) -> None:
         self.rm = rm
         self.user = user
         self.identity = identity  # None: simple authentication
+        self.conf_dir = conf_dir  # the Hadoop client configuration it was found from (container-executor.cfg)
         self._hdfs = hdfs
         self._make_hdfs = make_hdfs
 
@@ -100,4 +103,4 @@ def connect(
         return WebHdfsClient(url, webhdfs_auth(identity, name))
 
     rm = ResourceManager(urls, user=name, auth=rm_auth(identity))
-    return Cluster(rm=rm, user=name, make_hdfs=web_hdfs, identity=identity)
+    return Cluster(rm=rm, user=name, make_hdfs=web_hdfs, identity=identity, conf_dir=conf)

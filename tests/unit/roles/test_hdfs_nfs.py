@@ -193,10 +193,12 @@ def ce_cfg(**inputs: Any) -> dict[str, str]:
 
 
 def test_the_nfs_mount_is_an_allowed_read_only_mount_following_its_path() -> None:
-    assert "/mnt/hdfs" in ce_cfg()["docker.allowed.ro-mounts"].split(",")
-    moved = ce_cfg(hdfs_nfs_mount_path="/data/hdfs")["docker.allowed.ro-mounts"].split(",")
-    assert "/data/hdfs" in moved
-    assert "/mnt/hdfs" not in moved
+    assert "/mnt/hdfs" in ce_cfg(inventory_hostname="worker1")["docker.allowed.ro-mounts"].split(",")
+    moved = ce_cfg(inventory_hostname="worker1", hdfs_nfs_mount_path="/data/hdfs")["docker.allowed.ro-mounts"]
+    assert "/data/hdfs" in moved.split(",")
+    assert "/mnt/hdfs" not in moved.split(",")
+    # a NodeManager that mounts no HDFS: an allowed path missing there refuses every mount (exit 52)
+    assert "/mnt/hdfs" not in ce_cfg(inventory_hostname="master")["docker.allowed.ro-mounts"].split(",")
 
 
 def test_the_model_cache_is_an_allowed_read_write_mount_unless_disabled() -> None:
@@ -212,8 +214,9 @@ def test_the_model_cache_is_an_allowed_read_write_mount_unless_disabled() -> Non
     )
 
 
-def test_the_model_cache_belongs_to_the_hadoop_group_by_default() -> None:
-    assert value(templar("yarn_nodemanager"), "yarn_nodemanager_model_cache_group") == "hadoop"
+def test_the_model_cache_has_a_group_of_its_own_by_default() -> None:
+    """Not hadoop_group, container-executor's: its members are the users containers run as."""
+    assert value(templar("yarn_nodemanager"), "yarn_nodemanager_model_cache_group") == "tarn-cache"
 
 
 # ---- argument specifications

@@ -338,6 +338,20 @@ class TarnConfig:
         (), "--docker-ports", group="Docker runtime", form="repeat", metavar="[HOST:]CONTAINER[,…]",
         help="Docker port mappings [host:]container, bridge networks only",
     )  # fmt: skip
+    container_executor_cfg: str | None = option(
+        None, "--container-executor-cfg", group="Docker runtime", metavar="PATH",
+        env=("TARN_CONTAINER_EXECUTOR_CFG",),
+        help="the NodeManagers' container-executor.cfg (a copy where tarn runs): its [docker] rules are "
+        "checked before a Docker service is submitted (default <conf-dir>/container-executor.cfg, "
+        "$TARN_CONTAINER_EXECUTOR_CFG)",
+        doc=("The NodeManagers' C(container-executor.cfg), or a copy of it where the module runs "
+             "(C(--runtime docker)).",
+             "Before anything is uploaded or submitted, the image's registry, the mounts, the network, "
+             "the GPU runtime and privileged mode are checked against its C([docker]) rules: what Hadoop's "
+             "container-executor would refuse, or silently drop, fails the task naming the option.",
+             "Default C(container-executor.cfg) in the Hadoop client configuration directory (O(conf_dir), "
+             "C($HADOOP_CONF_DIR), C(/etc/hadoop/conf)), or C($TARN_CONTAINER_EXECUTOR_CFG)."),
+    )  # fmt: skip
 
     @property
     def world_size(self) -> int:
@@ -377,6 +391,7 @@ class TarnConfig:
                     ("docker_privileged", self.docker_privileged),
                     ("docker_mounts", bool(self.docker_mounts)),
                     ("docker_ports", bool(self.docker_ports)),
+                    ("container_executor_cfg", self.container_executor_cfg is not None),
                 )
                 if used
             ]
