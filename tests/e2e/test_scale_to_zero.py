@@ -154,13 +154,13 @@ LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) tarn-launcher", 
 
 
 def launcher_times(container_id: str) -> tuple[float, float] | None:
-    """The launcher's first log line and its exec of tritonserver (wall clock), from its log."""
+    """The launcher's first log line and its start of tritonserver (wall clock), from its log."""
     for worker in ("tarn-lab-worker1", "tarn-lab-worker2"):
         text = container_log(worker, container_id)
         stamps = LOG_TIME.findall(text)
-        exec_line = re.search(r"^(\S+ \S+) tarn-launcher INFO exec ", text, re.MULTILINE)
-        if stamps and exec_line:
-            return _stamp(stamps[0]), _stamp(exec_line.group(1))
+        started = re.search(r"^(\S+ \S+) tarn-launcher INFO run ", text, re.MULTILINE)
+        if stamps and started:
+            return _stamp(stamps[0]), _stamp(started.group(1))
     return None
 
 

@@ -137,7 +137,9 @@ def test_nodemanagers_have_the_nfs_mount_in_fstab_and_a_model_cache():
     for host in hosts_in("yarn_nodemanager"):
         cache = host.file("/var/lib/tarn/model-cache")
         assert cache.is_directory
-        assert (cache.user, cache.group, cache.mode) == ("yarn", "hadoop", 0o2770)
+        # a group of its own (issue 34): container-executor's group must hold no application user
+        assert (cache.user, cache.group, cache.mode) == ("yarn", "tarn-cache", 0o2770)
+        assert "tarn-cache" in host.user("yarn").groups  # the process runtime: containers run as yarn
 
 
 def test_the_lab_is_kerberized_with_a_kdc_and_a_keytab_per_daemon_account():

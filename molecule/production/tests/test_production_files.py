@@ -91,10 +91,10 @@ def test_units_are_installed_but_left_alone(host):
     assert not host.service("hadoop-yarn-nodemanager").is_running
 
 
-def test_the_model_cache_is_the_yarn_users_shared_with_the_hadoop_group(host):
+def test_the_model_cache_has_a_group_of_its_own_not_container_executors(host):
     cache = host.file("/var/lib/tarn/model-cache")
     assert cache.is_directory
-    assert (cache.user, cache.group, cache.mode) == ("yarn", "hadoop", 0o2770)
+    assert (cache.user, cache.group, cache.mode) == ("yarn", "tarn-cache", 0o2770)
 
 
 def test_hdfs_is_in_fstab_through_the_gateway_with_hadoops_options(host):
