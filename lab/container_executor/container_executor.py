@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """LAB-ONLY stand-in for Hadoop 3.4.2's setuid ``container-executor``.
 
 This file is for the lab's nodes. It is never part of the collection's roles, and no production
@@ -862,7 +861,7 @@ def parse_mount(text: str) -> Mount | None:
     """get_docker_mount_source/_dest/_options: src:dest:opt[+opt]; None is INVALID_MOUNT."""
     if ":" not in text:
         return None
-    source, _, rest = text.partition(":")
+    source, _colon, rest = text.partition(":")
     destination = rest.split(":", 1)[0]
     option_string = text.rsplit(":", 1)[1]
     if len(option_string) == 2:
@@ -1681,7 +1680,7 @@ def container_process(op: LaunchContainer, account: Account, node: Node) -> int:
         return Exit.WRITE_PIDFILE_FAILED
     if op.resources_key == "cgroups" and any(path != "none" for path in op.resources):
         log("lab stand-in: the container's pid is not written to cgroups " + ",".join(op.resources))
-    code, _ = prepare_container(op, account, node)
+    code = prepare_container(op, account, node)[0]
     if code:
         return code
     script = os.path.join(op.files.work_dir, CONTAINER_SCRIPT)
@@ -1698,7 +1697,7 @@ def container_process(op: LaunchContainer, account: Account, node: Node) -> int:
 
 def wait_for(child: int) -> int:
     """wait_and_get_exit_code: the exit status, or 0x80 + the signal."""
-    _, status = os.waitpid(child, 0)
+    status = os.waitpid(child, 0)[1]
     if os.WIFSIGNALED(status):
         return 0x80 + os.WTERMSIG(status)
     return os.WEXITSTATUS(status)
@@ -1983,7 +1982,7 @@ def device_module(op: DeviceModule, node: Node) -> int:
     args = list(op.args)
     while args:
         name = args.pop(0)
-        key, _, inline = name.partition("=")
+        key, _equals, inline = name.partition("=")
         value = inline or (args.pop(0) if args else "")
         if key in ("--container_id", "-c"):
             if not valid_container_id(value):

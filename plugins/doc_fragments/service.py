@@ -240,9 +240,14 @@ options:
     elements: str
   container_executor_cfg:
     description:
-      - "The NodeManagers' C(container-executor.cfg), or a copy of it where the module runs (C(--runtime docker))."
-      - "Before anything is uploaded or submitted, the image's registry, the mounts, the network, the GPU runtime and privileged mode are checked against its C([docker]) rules: what Hadoop's container-executor would refuse, or silently drop, fails the task naming the option."
-      - "Default C(container-executor.cfg) in the Hadoop client configuration directory (O(conf_dir), C($HADOOP_CONF_DIR), C(/etc/hadoop/conf)), or C($TARN_CONTAINER_EXECUTOR_CFG)."
+      - "The NodeManagers' C(container-executor.cfg), or a copy where the module runs."
+      - "Read with C(--runtime docker) only."
+      - "Its C([docker]) rules are checked before anything is uploaded or submitted:"
+      - "the image's registry, the mounts, the network, the GPU runtime, privileged mode."
+      - "What Hadoop's container-executor would refuse or silently drop fails the task,"
+      - "naming the option."
+      - "Default C(container-executor.cfg) in the client configuration directory (O(conf_dir)),"
+      - "or C($TARN_CONTAINER_EXECUTOR_CFG)."
     type: path
   secrets_password:
     description:

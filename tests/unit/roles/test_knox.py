@@ -409,7 +409,7 @@ def test_the_spnego_topology_name_principal_and_cookie_are_configurable() -> Non
         knox_gateway_path="gw",
         knox_kerberos_hadoop_auth_extra_params={"hadoop.auth.config.cookie.domain": "example.org"},
     )
-    [_, twin] = topologies(t)
+    [_ldap, twin] = topologies(t)
     params = dict(providers(twin)["authentication"]["params"])
     assert params["hadoop.auth.config.kerberos.principal"] == "HTTP/knox.example.org@TARN.LAB"
     assert params["hadoop.auth.config.kerberos.keytab"] == "/etc/knox/http.keytab"

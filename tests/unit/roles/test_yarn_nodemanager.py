@@ -239,8 +239,8 @@ def test_an_allowed_mount_the_node_lacks_fails_naming_the_variable(
     """Defect 2 on a node that does not mount HDFS: the old default allowed /mnt/hdfs anyway."""
     missing = str(tmp_path / "not-mounted")
     ro = {"yarn_nodemanager_docker_allowed_ro_mounts": ["/etc/passwd", missing]} if settings == "old" else {}
-    rc, out = run_role(tmp_path, "node_checks", node(tmp_path, hdfs_nfs_mount_path=missing,
-                                                      yarn_nodemanager_gpu_enabled=False, **ro))  # fmt: skip
+    settings_of_node = node(tmp_path, hdfs_nfs_mount_path=missing, yarn_nodemanager_gpu_enabled=False, **ro)
+    rc, out = run_role(tmp_path, "node_checks", settings_of_node)
     if not fails:
         assert rc == 0, out
         return
