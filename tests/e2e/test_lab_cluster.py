@@ -12,7 +12,7 @@ from kazoo.client import KazooClient
 from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support.lab import wait_for
+from tests.support.lab import podman_exec, wait_for
 
 WORKERS = {"worker1", "worker2"}
 GPUS_PER_WORKER = 2  # inventories/lab: yarn_nodemanager_virtual_gpus
@@ -129,6 +129,15 @@ def test_service_spreads_by_anti_affinity_and_flexes(rm: ResourceManager, servic
     )
     assert pending == 1
     assert len(containers(rm.service(service_name))) == 2
+    # the AM logs (yarnservice-log4j.properties, the hadoop role): its view of the flex is readable
+    am_log = "".join(
+        podman_exec(
+            w, "sh", "-c", f"cat /var/log/hadoop/yarn-containers/{app_id}/*/serviceam.log 2>/dev/null"
+        ).stdout
+        for w in WORKERS
+    )
+    assert "ServiceMaster" in am_log, am_log[-2000:]
+    assert "Flexing component sleep" in am_log, am_log[-2000:]
 
     assert rm.destroy(service_name)
     wait_for(lambda: rm.service(service_name) is None, timeout=60, what="the service to be gone")
