@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import product
 from pathlib import Path
@@ -207,13 +207,15 @@ def _serves() -> bool:
         return False
 
 
-def test_knox_answers_as_authorize_does_and_every_model_infers_as_alice(service: Service) -> None:
-    assert knox("/v2/models/add_one", user=None).status_code == 401
-    wrong = PASSWORDS["bob"]
-    assert knox("/v2/models/add_one", "alice", wrong).status_code == 401
+def answers_as_authorize(
+    service: Service, through: Callable[[str, str, str], requests.Response]
+) -> dict[tuple[str, str, str], int]:
+    """Knox's status for each user, model and action, each the one /authorize gives the user's short
+    name (what Ranger's policies name): 200 or 403; a 200 inference answers right. alice infers
+    every model, bob some and not others."""
     seen = {}
     for user, model, action in product(PASSWORDS, INFER, ("infer", "metadata")):
-        reply = through_knox(user, model, action)
+        reply = through(user, model, action)
         allowed = service.authorize(user, model, action)
         assert reply.status_code == (200 if allowed else 403), (
             user,
@@ -228,6 +230,14 @@ def test_knox_answers_as_authorize_does_and_every_model_infers_as_alice(service:
             assert reply.json()["outputs"][0]["data"] == want, reply.text
     assert all(seen["alice", model, "infer"] == 200 for model in INFER), seen
     assert {seen["bob", model, "infer"] for model in INFER} == {200, 403}, seen
+    return seen
+
+
+def test_knox_answers_as_authorize_does_and_every_model_infers_as_alice(service: Service) -> None:
+    assert knox("/v2/models/add_one", user=None).status_code == 401
+    wrong = PASSWORDS["bob"]
+    assert knox("/v2/models/add_one", "alice", wrong).status_code == 401
+    seen = answers_as_authorize(service, through_knox)
     print(f"\n[knox] {len(seen)} answers through Knox equal /authorize's: {seen}")
     client = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "client.py"), "--url", KNOX, "--ssl",
@@ -264,23 +274,7 @@ def test_spnego_through_the_kerberos_topology_answers_as_authorize_does(service:
     answer = spnego("/v2/models/add_one/infer", "alice", json={"inputs": [INFER["add_one"][0]]})
     assert answer.status_code == 200, (answer.status_code, answer.text[:300])
     assert answer.json()["outputs"][0]["data"] == INFER["add_one"][1], answer.text
-    seen = {}
-    for user, model, action in product(PASSWORDS, INFER, ("infer", "metadata")):
-        reply = through_spnego(user, model, action)
-        allowed = service.authorize(user, model, action)  # the short name: what Ranger's policies name
-        assert reply.status_code == (200 if allowed else 403), (
-            user,
-            model,
-            action,
-            reply.status_code,
-            reply.text,
-        )
-        seen[user, model, action] = reply.status_code
-        want = INFER[model][1]
-        if action == "infer" and reply.status_code == 200 and want is not None:
-            assert reply.json()["outputs"][0]["data"] == want, reply.text
-    assert all(seen["alice", model, "infer"] == 200 for model in INFER), seen
-    assert {seen["bob", model, "infer"] for model in INFER} == {200, 403}, seen
+    seen = answers_as_authorize(service, through_spnego)
     # no hadoop.proxyuser.* params in the topology: nobody may act as another user
     impersonating = spnego("/v2/models/add_one?doAs=bob", "alice")
     assert impersonating.status_code == 403, (impersonating.status_code, impersonating.text[:200])
