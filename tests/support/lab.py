@@ -46,12 +46,17 @@ def _nodes() -> dict[str, tuple[str, str]]:
     return {name: (str(host["ansible_host"]), str(host["tarn_lab_ip"])) for name, host in hosts.items()}
 
 
+def _node(node: str) -> tuple[str, str, str]:
+    """(name, container, address) of a lab node given by any of the three."""
+    for name, (podman_name, ip) in _nodes().items():
+        if node in (name, podman_name, ip):
+            return name, podman_name, ip
+    raise ValueError(f"{node!r} is not a node of {INVENTORY.relative_to(ROOT)}")
+
+
 def container(node: str) -> str:
     """The podman container of a lab node given by its name, its container's name or its address."""
-    for name, (podman_name, address) in _nodes().items():
-        if node in (name, podman_name, address):
-            return podman_name
-    raise ValueError(f"{node!r} is not a node of {INVENTORY.relative_to(ROOT)}")
+    return _node(node)[1]
 
 
 def podman_exec(
@@ -132,7 +137,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
 
 def address(node: str) -> str:
     """A lab node's address on the lab network."""
-    return next(ip for name, (podman_name, ip) in _nodes().items() if node in (name, podman_name, ip))
+    return _node(node)[2]
 
 
 def container_processes(node: str) -> list[tuple[int, str, str]]:
@@ -143,8 +148,7 @@ def container_processes(node: str) -> list[tuple[int, str, str]]:
 
 def running_containers(node: str) -> set[str]:
     """The containers ``node``'s NodeManager has not ended (its REST API; SPNEGO on a secure lab)."""
-    name = next(name for name, (podman_name, ip) in _nodes().items() if node in (name, podman_name, ip))
-    url = f"http://{name}:8042/ws/v1/node/containers"  # by name: SPNEGO asks for HTTP/<name>
+    url = f"http://{_node(node)[0]}:8042/ws/v1/node/containers"  # by name: SPNEGO asks for HTTP/<name>
     reply = requests.get(url, timeout=10, auth=rm_auth(lab_client.identity()))
     reply.raise_for_status()
     listed = (reply.json().get("containers") or {}).get("container") or []
