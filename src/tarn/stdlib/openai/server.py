@@ -1,0 +1,402 @@
+"""The OpenAI front's server: asyncio, one task per connection, one Triton connection per generation.
+
+Every generation is one ``POST /v2/models/<m>/generate_stream`` to the local Triton. A streaming
+request gets each event as a chunk the moment Triton sends it (written and drained, nothing held
+but what might begin a ``stop`` sequence); a request without ``stream`` gets the gathered stream.
+While a generation runs, the client's side of the connection is watched: when the client goes
+away, the Triton connection is closed at once, which Triton turns into ``request.is_cancelled()``
+for the model. The answers' shapes, the validation and the token counts are
+:mod:`tarn.stdlib.openai.mapping`'s; the figures, :mod:`tarn.stdlib.openai.counters`'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote
+
+from tarn.stdlib.openai import mapping
+from tarn.stdlib.openai.counters import Counters, prometheus_text
+from tarn.stdlib.openai.mapping import Event, Generation, Identity, OpenAIError, StopScanner, Tally
+from tarn.stdlib.openai.wire import (
+    LAST_CHUNK,
+    MAX_HEAD,
+    BadRequest,
+    EventDecoder,
+    Request,
+    ResponseHead,
+    TooLarge,
+    UpstreamBroken,
+    answer,
+    body_pieces,
+    chunk,
+    read_body,
+    read_request,
+    read_response_head,
+    request_bytes,
+    stream_head,
+)
+
+log = logging.getLogger("tarn.openai")
+USER_HEADER = "x-tarn-user"  # set by the entry (HAProxy, Knox) to the authenticated user
+ANONYMOUS = "anonymous"
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+MAX_BODY = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Triton:
+    """The local Triton's HTTP endpoint."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    connect_timeout_s: float = 2.0
+    lookup_timeout_s: float = 10.0  # a model listing or metadata call
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+class ClientGone(Exception):
+    """Writing to the client failed: it went away."""
+
+
+@dataclass
+class Reply:
+    """The client's side of the answer: whether anything was sent yet, and each write drained."""
+
+    writer: asyncio.StreamWriter
+    started: bool = False
+
+    async def send(self, data: bytes) -> None:
+        self.started = True
+        try:
+            self.writer.write(data)
+            await self.writer.drain()
+        except (ConnectionError, OSError) as exc:
+            raise ClientGone(str(exc)) from exc
+
+
+def json_bytes(payload: Any) -> bytes:
+    return json.dumps(payload, separators=(",", ":")).encode()
+
+
+def error_answer(error: OpenAIError) -> bytes:
+    return answer(error.status, json_bytes(error.body()))
+
+
+async def client_gone(reader: asyncio.StreamReader) -> None:
+    """Returns when the client closes its side of the connection (the request was read whole, so
+    anything more it sends is not waited for)."""
+    with contextlib.suppress(ConnectionError, OSError):
+        while await reader.read(64 * 1024):
+            pass
+
+
+@dataclass
+class Front:
+    triton: Triton
+    counters: Counters = field(default_factory=Counters)
+    max_body: int = MAX_BODY
+    clock: Callable[[], float] = time.monotonic
+    wall: Callable[[], float] = time.time
+    new_id: Callable[[], str] = lambda: uuid.uuid4().hex
+    started_at: int = 0
+
+    def __post_init__(self) -> None:
+        self.started_at = self.started_at or int(self.wall())
+
+    # ---- one connection, one request
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reply = Reply(writer)
+        try:
+            try:
+                request = await read_request(reader, self.max_body)
+            except BadRequest as exc:
+                raise OpenAIError(400, f"Bad HTTP request: {exc}") from exc
+            except TooLarge as exc:
+                raise OpenAIError(413, f"Request too large: {exc}", code="request_too_large") from exc
+            if request is not None:
+                await self._route(request, reader, reply)
+        except OpenAIError as exc:
+            if not reply.started:
+                with contextlib.suppress(ClientGone):
+                    await reply.send(error_answer(exc))
+        except ClientGone:
+            pass
+        except Exception:
+            log.exception("unexpected failure")
+            if not reply.started:
+                error = OpenAIError(500, "The OpenAI front failed; see its log", kind="server_error")
+                with contextlib.suppress(ClientGone):
+                    await reply.send(error_answer(error))
+        finally:
+            writer.close()
+
+    async def _route(self, request: Request, reader: asyncio.StreamReader, reply: Reply) -> None:
+        path = request.path
+        if path in ("/v1/chat/completions", "/v1/completions"):
+            _only(request, "POST")
+            parse = (
+                mapping.chat_generation if path == "/v1/chat/completions" else mapping.completion_generation
+            )
+            await self._generate(parse(_json_body(request)), request, reader, reply)
+        elif path == "/v1/models":
+            _only(request, "GET")
+            await reply.send(
+                answer(200, json_bytes(mapping.model_list(await self._models(), self.started_at)))
+            )
+        elif path.startswith("/v1/models/"):
+            _only(request, "GET")
+            model = unquote(path[len("/v1/models/") :])
+            if not mapping.generates_text(await self._metadata(model)):
+                raise mapping.model_not_found(model)
+            await reply.send(answer(200, json_bytes(mapping.model_entry(model, self.started_at))))
+        elif path == "/metrics":
+            _only(request, "GET")
+            await reply.send(answer(200, prometheus_text(self.counters).encode(), PROMETHEUS_TEXT))
+        elif path == "/health":
+            _only(request, "GET")
+            await reply.send(answer(200, b'{"status":"ok"}'))
+        else:
+            raise OpenAIError(404, f"Unknown request URL: {request.method} {path}", code="unknown_url")
+
+    # ---- a generation
+    async def _generate(
+        self, generation: Generation, request: Request, reader: asyncio.StreamReader, reply: Reply
+    ) -> None:
+        """Runs the generation while watching the client; the first to end ends the other."""
+        user = request.headers.get(USER_HEADER, "").strip() or ANONYMOUS
+        work = asyncio.ensure_future(self._run(generation, user, reply))
+        gone = asyncio.ensure_future(client_gone(reader))
+        try:
+            await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            work.cancel()  # no-op when it is done; else the client left: stop the generation
+            await asyncio.gather(work, gone, return_exceptions=True)
+        if not work.cancelled():
+            work.result()  # its OpenAIError is the client's answer
+
+    async def _run(self, generation: Generation, user: str, reply: Reply) -> None:
+        model = generation.model
+        identity = Identity(mapping.id_prefix(generation.kind) + self.new_id(), int(self.wall()))
+        began = self.clock()
+        upstream_reader, upstream = await self._connect()
+        tally = Tally(generation.prompt)
+        outcome, accepted, known = "failed", False, True
+        self.counters.stream_started(model)
+        try:
+            path = f"/v2/models/{quote(model, safe='')}/generate_stream"
+            body = json_bytes(mapping.triton_request(generation))
+            await _send_upstream(
+                upstream, request_bytes("POST", path, self.triton.address, body, "text/event-stream")
+            )
+            head = await read_response_head(upstream_reader)
+            if head.status != 200:
+                known = head.status != 404
+                raise mapping.triton_error(head.status, await read_body(upstream_reader, head), model)
+            accepted = True
+            events = self._events(upstream_reader, head, tally, model, began)
+            if generation.stream:
+                outcome = await self._stream(generation, identity, events, tally, reply)
+            else:
+                outcome = await self._gather(generation, identity, events, tally, reply)
+        except (asyncio.CancelledError, ClientGone):
+            outcome = "cancelled"
+            raise
+        except UpstreamBroken as exc:
+            raise OpenAIError(
+                502, f"Triton's answer broke off: {exc}", kind="server_error", code="triton_broken"
+            ) from exc
+        finally:
+            upstream.close()  # Triton sees the connection go: a generation still running is cancelled
+            if known:
+                self.counters.stream_ended(model)
+                prompt = tally.prompt_tokens if accepted else 0
+                self.counters.ended(user, model, outcome, prompt, tally.completion_tokens)
+                log.info(
+                    "%s %s: %s, %d prompt + %d completion tokens in %.3f s",
+                    user, model, outcome, prompt, tally.completion_tokens, self.clock() - began,
+                )  # fmt: skip
+            else:
+                self.counters.forget_stream(model)
+
+    async def _events(
+        self,
+        reader: asyncio.StreamReader,
+        head: ResponseHead,
+        tally: Tally,
+        model: str,
+        began: float,
+    ) -> AsyncGenerator[Event, None]:
+        """Triton's events as they arrive, counted and timed."""
+        decoder = EventDecoder()
+        last: float | None = None
+        async for piece in body_pieces(reader, head):
+            for data in decoder.feed(piece):
+                event = mapping.parse_event(data)
+                if event.text:
+                    now = self.clock()
+                    if last is None:
+                        self.counters.first_token_after(model, now - began)
+                    else:
+                        self.counters.between_tokens_took(model, now - last)
+                    last = now
+                tally.add(event)
+                yield event
+
+    async def _stream(
+        self,
+        generation: Generation,
+        identity: Identity,
+        events: AsyncGenerator[Event, None],
+        tally: Tally,
+        reply: Reply,
+    ) -> str:
+        def event(payload: dict[str, Any]) -> bytes:
+            return chunk(mapping.sse(payload))
+
+        head = stream_head()
+        if generation.kind == "chat":
+            head += event(mapping.stream_chunk(generation, identity, role=True))
+        await reply.send(head)
+        scanner = StopScanner(generation.stop)
+        try:
+            async with contextlib.aclosing(events):
+                async for item in events:
+                    if item.error is not None:
+                        failure = OpenAIError(500, f"The model failed: {item.error}", "server_error")
+                        await reply.send(event(failure.body()) + LAST_CHUNK)
+                        return "failed"
+                    text = scanner.feed(item.text)
+                    if text:
+                        await reply.send(event(mapping.stream_chunk(generation, identity, text=text)))
+                    if scanner.stopped:
+                        break
+        except UpstreamBroken as exc:
+            failure = OpenAIError(
+                502, f"Triton's stream broke off: {exc}", "server_error", code="triton_broken"
+            )
+            await reply.send(event(failure.body()) + LAST_CHUNK)
+            return "failed"
+        ending = b""
+        rest = scanner.flush()
+        if rest:
+            ending += event(mapping.stream_chunk(generation, identity, text=rest))
+        finish = mapping.finish_reason(generation, tally.completion_tokens, scanner.stopped)
+        ending += event(mapping.stream_chunk(generation, identity, finish=finish))
+        if generation.include_usage:
+            ending += event(mapping.usage_chunk(generation, identity, tally.usage()))
+        await reply.send(ending + chunk(mapping.DONE) + LAST_CHUNK)
+        return "completed"
+
+    async def _gather(
+        self,
+        generation: Generation,
+        identity: Identity,
+        events: AsyncGenerator[Event, None],
+        tally: Tally,
+        reply: Reply,
+    ) -> str:
+        scanner = StopScanner(generation.stop)
+        parts = []
+        async with contextlib.aclosing(events):
+            async for item in events:
+                if item.error is not None:
+                    raise OpenAIError(500, f"The model failed: {item.error}", "server_error")
+                parts.append(scanner.feed(item.text))
+                if scanner.stopped:
+                    break
+        parts.append(scanner.flush())
+        finish = mapping.finish_reason(generation, tally.completion_tokens, scanner.stopped)
+        whole = mapping.whole_response(generation, identity, "".join(parts), finish, tally.usage())
+        await reply.send(answer(200, json_bytes(whole)))
+        return "completed"
+
+    # ---- Triton
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        triton = self.triton
+        try:
+            return await asyncio.wait_for(
+                asyncio.open_connection(triton.host, triton.port), triton.connect_timeout_s
+            )
+        except (OSError, asyncio.TimeoutError) as exc:
+            raise OpenAIError(
+                503,
+                f"Triton is not reachable at {triton.address}: {exc or type(exc).__name__}",
+                kind="server_error",
+                code="triton_unreachable",
+            ) from exc
+
+    async def _call(self, method: str, path: str, body: bytes = b"") -> tuple[int, Any]:
+        """One JSON call to Triton: its status and its parsed body (None if not JSON)."""
+        reader, writer = await self._connect()
+        try:
+            await _send_upstream(writer, request_bytes(method, path, self.triton.address, body))
+            head = await asyncio.wait_for(read_response_head(reader), self.triton.lookup_timeout_s)
+            raw = await asyncio.wait_for(read_body(reader, head), self.triton.lookup_timeout_s)
+        except (UpstreamBroken, asyncio.TimeoutError) as exc:
+            raise OpenAIError(
+                502, f"Triton's answer to {path} failed: {exc!r}", kind="server_error", code="triton_broken"
+            ) from exc
+        finally:
+            writer.close()
+        try:
+            return head.status, json.loads(raw)
+        except ValueError:
+            return head.status, None
+
+    async def _metadata(self, model: str) -> Any:
+        status, metadata = await self._call("GET", f"/v2/models/{quote(model, safe='')}")
+        return metadata if status == 200 else None
+
+    async def _models(self) -> list[str]:
+        """The ready models that take text_input: what /v1 can serve."""
+        status, index = await self._call("POST", "/v2/repository/index", b'{"ready":true}')
+        if status != 200 or not isinstance(index, list):
+            raise OpenAIError(502, f"Triton's model index failed ({status})", kind="server_error")
+        names = sorted(
+            {m["name"] for m in index if isinstance(m, dict) and m.get("state") == "READY" and "name" in m}
+        )
+        metadata = await asyncio.gather(*(self._metadata(name) for name in names))
+        return [name for name, meta in zip(names, metadata, strict=True) if mapping.generates_text(meta)]
+
+
+async def _send_upstream(writer: asyncio.StreamWriter, data: bytes) -> None:
+    try:
+        writer.write(data)
+        await writer.drain()
+    except (ConnectionError, OSError) as exc:
+        raise UpstreamBroken(f"sending the request failed: {exc!r}") from exc
+
+
+def _only(request: Request, method: str) -> None:
+    if request.method != method:
+        raise OpenAIError(
+            405, f"{request.method} is not allowed on {request.path}; use {method}", code="method_not_allowed"
+        )
+
+
+def _json_body(request: Request) -> Any:
+    try:
+        return json.loads(request.body)
+    except ValueError as exc:
+        raise OpenAIError(400, f"We could not parse the JSON body of your request: {exc}") from exc
+
+
+async def serve(front: Front, host: str, port: int, stop: asyncio.Event) -> None:
+    """Serve until ``stop`` is set. Port 0 picks a free one (logged)."""
+    server = await asyncio.start_server(front.handle, host, port, limit=MAX_HEAD, backlog=1024)
+    bound = server.sockets[0].getsockname()
+    log.info("OpenAI front on %s:%d, Triton at %s", bound[0], bound[1], front.triton.address)
+    async with server:
+        await stop.wait()
