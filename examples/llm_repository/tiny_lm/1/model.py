@@ -161,6 +161,8 @@ class TritonPythonModel:
         self.token_delay_s = float(own.get("token_delay_s", "0"))
         self.lm = TinyLM()
         self.stopping = threading.Event()
+        # Guards the threads' set, every metric update and log line: the Python backend's metrics are not
+        # thread-safe (Triton 2.51 crashed with SIGSEGV under 20 streams updating them unlocked).
         self.lock = threading.Lock()
         self.threads: set[threading.Thread] = set()
         labels = {"model": args["model_name"], "version": args["model_version"]}
@@ -210,10 +212,12 @@ class TritonPythonModel:
         try:
             outcome = self._generate(request, sender)
         except Exception as exc:  # the request must end with an error, never hang
-            pb_utils.Logger.log_error(f"tiny_lm: a request failed: {exc}")
+            with self.lock:
+                pb_utils.Logger.log_error(f"tiny_lm: a request failed: {exc}")
             sender.send(pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc))))
         finally:
-            self.outcomes[outcome].increment(1)
+            with self.lock:
+                self.outcomes[outcome].increment(1)
             try:
                 sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
             finally:
@@ -237,10 +241,12 @@ class TritonPythonModel:
                 pb_utils.Tensor("completion_tokens", np.array([sent], dtype=np.int32)),
             ]
             sender.send(pb_utils.InferenceResponse(output_tensors=outputs))
-            self.tokens.increment(1)
+            with self.lock:
+                self.tokens.increment(1)
             if sent < max_tokens and self._pause(request, delay):
                 break
-        pb_utils.Logger.log_info(f"tiny_lm: a request cancelled after {sent} tokens")
+        with self.lock:
+            pb_utils.Logger.log_info(f"tiny_lm: a request cancelled after {sent} tokens")
         return "cancelled"
 
     def _cancelled(self, request: Any) -> bool:
