@@ -71,7 +71,7 @@ lab:
 	@$(STAGE) "venv | node image | Hadoop, Knox" $(MAKE) --no-print-directory -j3 --output-sync=target \
 		venv image java
 	@$(STAGE) "lab nodes" ansible-playbook lab/nodes.yml
-	@$(STAGE) "site.yml" ansible-playbook playbooks/site.yml
+	@$(STAGE) "site.yml" ansible-playbook lab/site.yml
 	@$(STAGE) "main job" python lab/main_job.py
 
 java: apt
@@ -82,7 +82,7 @@ lab-nodes: deps image dist knox
 	ansible-playbook lab/nodes.yml
 
 lab-site: lab-nodes
-	ansible-playbook playbooks/site.yml
+	ansible-playbook lab/site.yml
 
 lab-job:
 	python lab/main_job.py

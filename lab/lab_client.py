@@ -38,6 +38,11 @@ USER_KEYTAB = LAB_DIR / f"{USER}.keytab"
 CA = LAB_DIR / "tls" / "ca.pem"  # lab/tls.sh
 USER_PRINCIPAL = f"{USER}@{REALM}"
 SERVICE_PRINCIPAL = f"{USER}/_HOST@{REALM}"
+WORKER_CONTAINER = "tarn-lab-worker1"
+# A lab with YARN's Docker runtime (TARN_LAB_DOCKER=true when site.yml ran): its Triton image, and
+# the NodeManagers' container-executor.cfg, which tarn submit reads before submitting (inventories/lab).
+TRITON_IMAGE = "registry.tarn.lab/tarn/triton:2.51.0"
+CONTAINER_EXECUTOR_CFG = "/usr/local/lib/tarn-lab/etc/hadoop/container-executor.cfg"
 SERVICE_KEYTAB = (
     "/etc/security/keytabs/tarn.service.keytab"  # inventories/lab: yarn_nodemanager_service_keytabs
 )
@@ -51,6 +56,21 @@ def secure() -> bool:
             return False
     except urllib.error.HTTPError as refused:
         return refused.code == 401
+
+
+@functools.cache
+def docker() -> bool:
+    """Whether the running lab's NodeManagers run YARN's Docker runtime: worker1 has its cfg."""
+    done = subprocess.run(
+        ["podman", "exec", WORKER_CONTAINER, "test", "-f", CONTAINER_EXECUTOR_CFG], capture_output=True, check=False
+    )
+    return done.returncode == 0
+
+
+def runtime_args() -> list[str]:
+    """The CLI's runtime flags for the lab's Triton: its image on a Docker lab, else the NodeManagers'
+    tritonserver (use_lab puts the cfg's copy in TARN_CONTAINER_EXECUTOR_CFG)."""
+    return ["--runtime", "docker", "--image", TRITON_IMAGE] if docker() else ["--runtime", "process"]
 
 
 def webhdfs_url() -> str:
@@ -104,10 +124,15 @@ def user_keytab(user: str) -> Path:
 
 
 def use_lab() -> None:
-    """Make this process (and its children) a client of the lab; nothing to do for a simple one."""
+    """Make this process (and its children) a client of the lab; nothing to do for a simple one
+    without Docker."""
+    LAB_DIR.mkdir(parents=True, exist_ok=True)
+    if docker():
+        cfg = LAB_DIR / "container-executor.cfg"
+        _podman("cp", f"{WORKER_CONTAINER}:{CONTAINER_EXECUTOR_CFG}", str(cfg))
+        os.environ["TARN_CONTAINER_EXECUTOR_CFG"] = str(cfg)
     if not secure():
         return
-    LAB_DIR.mkdir(parents=True, exist_ok=True)
     _podman("cp", f"{MASTER_CONTAINER}:/etc/krb5.conf", str(KRB5_CONF))
     os.environ.update(
         {

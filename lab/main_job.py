@@ -1,7 +1,8 @@
 """TARN's main job on the lab: serve the example models through TARN on real YARN.
 
 Checks the cluster, puts examples/model_repository on HDFS, submits the TARN service with
-`tarn submit` (process runtime: Triton runs on the NodeManagers), waits until every Triton
+`tarn submit` (on a lab with YARN's Docker runtime, Triton runs in Docker containers of the lab's
+Triton image; else as processes on the NodeManagers), waits until every Triton
 instance is READY and infers both models on each over HTTP and gRPC, then through the edge's
 HAProxy and through Knox (HTTPS, as the demo LDAP's alice; on the secure lab also as
 alice@TARN.LAB with SPNEGO, through the service's Kerberos topology). Run again, it reuses the running
@@ -63,7 +64,7 @@ def upload_models(hdfs: WebHdfsClient) -> None:
 def submit() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tarn", "submit", "--service-name", SERVICE, "--user", USER,
-         "--runtime", "process", "--model-repository", f"hdfs://{MODELS_ON_HDFS}",
+         *lab_client.runtime_args(), "--model-repository", f"hdfs://{MODELS_ON_HDFS}",
          "--model-cache-dir", "/var/lib/tarn/model-cache",  # the yarn_nodemanager role's node cache
          "--min-instances", "2", "--max-instances", "2", "--memory-mb", "1024", "--vcores", "1",
          "--controller-memory-mb", "512", "--zk-ensemble", f"{MASTER}:2181", "--token-file", str(TOKEN_FILE),

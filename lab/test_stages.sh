@@ -52,7 +52,7 @@ if [[ $rc == 0 ]]; then
   # keytabs, HDFS on SASL and HTTPS, ZooKeeper with SASL, Knox with SPNEGO), a second converge that
   # must change nothing, the node checks and the whole e2e suite, chaos included.
   secure() { TARN_LAB_SECURE=true "$stage" "lab, Kerberos: $1" "${@:2}"; }
-  site=(ansible-playbook -i inventories/lab/hosts.yml playbooks/site.yml)
+  site=(ansible-playbook -i inventories/lab/hosts.yml lab/site.yml)
   ephemeral=$(mktemp -d) && ln -s "$PWD/inventories/lab" "$ephemeral/inventory"
   junit=build/e2e-secure-junit.xml
   if ! { secure "site.yml" "${site[@]}" &&

@@ -79,6 +79,9 @@ SECRETS_PASSWORD_FILE = "tarn-secrets.password"  # noqa: S105 - the name of a lo
 RANGER_CONF_DIR = "."  # the ranger-triton-*.xml files are localized into the working directory
 INSTANCE_ID = "${COMPONENT_ID}"  # substituted per container by the YARN service AM
 TRITON_READY_PATH = "/v2/health/ready"
+# Mounted read-only into Docker containers (_node_files).
+ACCOUNT_FILES = ("/etc/passwd", "/etc/group")
+KRB5_CONF = "/etc/krb5.conf"
 CONTROLLER_HEALTH_PATH = "/health"
 # How often the service AM probes readiness (Hadoop's default is 30 s): an instance starts
 # taking traffic seconds, not half a minute, after Triton is ready.
@@ -137,6 +140,11 @@ def build_service_spec(config: TarnConfig, artifacts: Artifacts) -> JSON:
             "keytab": keytab_uri(config.service_keytab or ""),
         }
     return spec
+
+
+def keytab_path(path: str) -> str:
+    """The keytab's path on the NodeManagers, from a plain path or a file:// URI."""
+    return path.removeprefix("file://")
 
 
 def keytab_uri(path: str) -> str:
@@ -229,7 +237,7 @@ def _controller(config: TarnConfig, artifacts: Artifacts) -> JSON:
         command=_controller_command(config, has_token, artifacts.rm_urls),
         resource={"cpus": config.controller_vcores, "memory": str(config.controller_memory_mb)},
         readiness=_http_readiness(config.am_port, CONTROLLER_HEALTH_PATH),
-        env=_docker_env(config, privileged=False, ports=am_mapping, reads=(config.model_repository,)),
+        env=_docker_env(config, privileged=False, ports=am_mapping, reads=(config.model_repository, *_node_files(config))),
         files=files,
     )
     # YARN merges the service's properties into each component's: written here too, the spec
@@ -355,8 +363,18 @@ def _static(src: str, dest: str) -> JSON:
     return {"type": "STATIC", "src_file": src, "dest_file": dest}
 
 
+def _node_files(config: TarnConfig) -> tuple[str, ...]:
+    """Files of the node a Docker container reads: the accounts (YARN runs the container as a user of
+    the node, by uid), and on a secure cluster Kerberos' settings and the service's keytab, at the
+    same paths as on the node (the yarn_nodemanager role allows all of them as read-only mounts)."""
+    files = ACCOUNT_FILES
+    if config.service_principal:
+        files += (KRB5_CONF, keytab_path(config.service_keytab or ""))
+    return files
+
+
 def _triton_docker_env(config: TarnConfig) -> dict[str, str]:
-    reads = (config.model_repository, config.secrets)
+    reads = (config.model_repository, config.secrets, *_node_files(config))
     # the node cache, when staging from HDFS: the launcher writes it (the role allows it rw)
     writes = (config.model_cache_dir,) if config.model_repository.startswith("hdfs://") else ()
     env = _docker_env(

@@ -101,7 +101,7 @@ def test_docker_runtime(name: str) -> None:
     assert env["YARN_CONTAINER_RUNTIME_TYPE"] == "docker"
     assert env["YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"] == IMAGE
     assert env["YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"] == "host"
-    assert env["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"] == "/data:/data:ro"
+    assert env["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"] == f"/data:/data:ro,{ACCOUNTS}"
     assert "YARN_CONTAINER_RUNTIME_DOCKER_RUN_PRIVILEGED_CONTAINER" not in env
 
 
@@ -149,16 +149,18 @@ def test_privileged_bridge_and_delayed_removal() -> None:
 
 REPO_MOUNT = "/mnt/nfs/models:/mnt/nfs/models:ro"
 NFS_MOUNT = "/mnt/nfs:/mnt/nfs:ro"
+# YARN runs a Docker container as a user of the node, by uid: every container reads the node's accounts.
+ACCOUNTS = "/etc/passwd:/etc/passwd:ro,/etc/group:/etc/group:ro"
 
 
 @pytest.mark.parametrize(
     ("argv", "triton_mounts", "controller_mounts"),
     [
-        (["--model-repository", "/mnt/nfs/models"], REPO_MOUNT, REPO_MOUNT),
+        (["--model-repository", "/mnt/nfs/models"], f"{REPO_MOUNT},{ACCOUNTS}", f"{REPO_MOUNT},{ACCOUNTS}"),
         (["--model-repository", "/mnt/nfs/models", "--docker-mounts", "/mnt/nfs:/mnt/nfs"],
-         NFS_MOUNT, NFS_MOUNT),
-        (["--secrets", "/etc/tarn/hf.jceks"], "/etc/tarn/hf.jceks:/etc/tarn/hf.jceks:ro", None),
-        ([], None, None),
+         f"{NFS_MOUNT},{ACCOUNTS}", f"{NFS_MOUNT},{ACCOUNTS}"),
+        (["--secrets", "/etc/tarn/hf.jceks"], f"/etc/tarn/hf.jceks:/etc/tarn/hf.jceks:ro,{ACCOUNTS}", ACCOUNTS),
+        ([], ACCOUNTS, ACCOUNTS),
     ],
     ids=["local-repository", "covered-by-explicit-mount", "local-secrets-triton-only", "hdfs-needs-no-mount"],
 )  # fmt: skip
@@ -175,11 +177,21 @@ def test_the_node_model_cache_is_mounted_read_write_for_staging() -> None:
     key = "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"
     cache = "/var/lib/tarn/model-cache"
     staged = spec_of("--model-cache-dir", cache)  # the default repository is hdfs://
-    assert component(staged, TRITON)["configuration"]["env"][key] == f"{cache}:{cache}:rw"
-    assert key not in component(staged, CONTROLLER)["configuration"]["env"]
+    assert component(staged, TRITON)["configuration"]["env"][key] == f"{ACCOUNTS},{cache}:{cache}:rw"
+    assert component(staged, CONTROLLER)["configuration"]["env"][key] == ACCOUNTS
     nfs = spec_of("--model-cache-dir", cache, "--model-repository", "/mnt/hdfs/models")
-    assert component(nfs, TRITON)["configuration"]["env"][key] == "/mnt/hdfs/models:/mnt/hdfs/models:ro"
+    assert (
+        component(nfs, TRITON)["configuration"]["env"][key] == f"/mnt/hdfs/models:/mnt/hdfs/models:ro,{ACCOUNTS}"
+    )
     assert f"--model-cache-dir {cache}" in component(staged, TRITON)["launch_command"]
+
+
+@pytest.mark.parametrize("name", [CONTROLLER, TRITON])
+def test_a_secure_service_reads_kerberos_settings_and_its_keytab_in_docker(name: str) -> None:
+    keytab = "/etc/security/keytabs/tarn.service.keytab"
+    spec = spec_of("--service-principal", "tarn/_HOST@EXAMPLE.COM", "--service-keytab", f"file://{keytab}")
+    mounts = component(spec, name)["configuration"]["env"]["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"].split(",")
+    assert {"/etc/krb5.conf:/etc/krb5.conf:ro", f"{keytab}:{keytab}:ro"} <= set(mounts)
 
 
 def test_user_env_reaches_triton_only() -> None:

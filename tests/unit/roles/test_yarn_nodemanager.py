@@ -18,6 +18,7 @@ docker client.
 
 from __future__ import annotations
 
+import grp
 import json
 import os
 import posixpath
@@ -207,15 +208,40 @@ def fake_docker(tmp_path: Path, runtimes: list[str] | None) -> str:
     return str(path)
 
 
+def container_executor(tmp_path: Path, mode: int = 0o750, name: str = "container-executor") -> str:
+    """A file where the role looks for container-executor (its contents are not run), owned by this
+    user and group: the node below names that group as the NodeManager's (hadoop_group)."""
+    path = tmp_path / name
+    path.write_text("")
+    path.chmod(mode)
+    return str(path)
+
+
 def node(tmp_path: Path, runtimes: list[str] | None = None, **extra: Any) -> dict[str, Any]:
-    """A docker NodeManager on this machine: the hadoop role's variables, nobody as the cache's user."""
+    """A docker NodeManager on this machine: the hadoop role's variables, nobody as the cache's user,
+    container-executor installed as Hadoop requires (root-owned, the group's, nothing for others)."""
     return {
-        "hadoop_group": "hadoop", "hadoop_yarn_user": "yarn", "hadoop_secure": False,
+        "hadoop_group": grp.getgrgid(os.getgid()).gr_name, "hadoop_yarn_user": "yarn", "hadoop_secure": False,
         "hadoop_manage_services": True,
         "yarn_nodemanager_runtime": "docker",
         "yarn_nodemanager_docker_binary": fake_docker(tmp_path, runtimes or ENGINE_RUNTIMES),
+        "yarn_nodemanager_container_executor_path": container_executor(tmp_path),
         "yarn_nodemanager_model_cache_users": ["nobody"], **extra,
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(("state", "fault"), [("missing", "does not exist"), ("0755", "mode 0755")])
+def test_a_container_executor_hadoop_would_refuse_fails_naming_the_variable(
+    tmp_path: Path, state: str, fault: str
+) -> None:
+    """The NodeManager would not start: no binary, or one that others may run (exit 22)."""
+    binary = str(tmp_path / "absent") if state == "missing" else container_executor(tmp_path, 0o755, "runnable-by-all")
+    extra = node(tmp_path, yarn_nodemanager_container_executor_path=binary, yarn_nodemanager_gpu_enabled=False)
+    rc, out = run_role(tmp_path, "node_checks", extra)
+    assert rc != 0
+    assert f"yarn_nodemanager_container_executor_path {binary}" in out
+    assert fault in out
+    assert "mode\n6050" in out or "mode 6050" in out
 
 
 def test_a_docker_node_with_what_it_allows_passes_in_check_mode_too(tmp_path: Path) -> None:
