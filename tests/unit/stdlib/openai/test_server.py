@@ -1,0 +1,472 @@
+"""The OpenAI front on loopback (tarn.stdlib.openai.server) against a stand-in of Triton's generate
+extension written here: a small asyncio server on 127.0.0.1 that streams server-sent events the way
+Triton 2.51 does (chunked, one ``data:`` per response, errors as events or as a 400 with an event
+body), notes what it was asked, and when the front closed the connection. The real Triton with
+examples/llm_repository/tiny_lm and the official openai client: docs/openai.md."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http.client
+import itertools
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tarn.stdlib.openai.server import Front, Triton
+
+TEXT_MODELS = ("tiny", "plain", "endless", "failing", "dying", "rejecting", "stop")
+STOP_TOKENS = (" one", " two", " ST", "OP", " three")
+
+
+def chunk(data: bytes) -> bytes:
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
+
+
+def event(payload: dict[str, Any]) -> bytes:
+    return chunk(b"data: " + json.dumps(payload).encode() + b"\n\n")
+
+
+def plain_answer(status: str, body: bytes) -> bytes:
+    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    return head.encode() + body
+
+
+STREAM_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+
+
+@dataclass
+class StandIn:
+    """Triton as far as the front uses it."""
+
+    asked: list[dict[str, Any]] = field(default_factory=list)  # generate_stream bodies
+    closed_at: list[float] = field(default_factory=list)  # when an endless stream saw its client go
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = (await reader.readuntil(b"\r\n\r\n")).decode()
+            method, path, _ = head.split(" ", 2)
+            length = next(
+                (
+                    int(line.split(":")[1])
+                    for line in head.split("\r\n")
+                    if line.lower().startswith("content-length")
+                ),
+                0,
+            )
+            body = await reader.readexactly(length)
+            if path == "/v2/repository/index" and method == "POST":
+                index = [{"name": n, "version": "1", "state": "READY"} for n in (*TEXT_MODELS, "add_one")]
+                index.append({"name": "loading", "version": "1", "state": "UNAVAILABLE"})
+                writer.write(plain_answer("200 OK", json.dumps(index).encode()))
+            elif path.startswith("/v2/models/") and method == "GET":
+                name = path.rsplit("/", 1)[1]
+                inputs = {"add_one": "INPUT0", "loading": "text_input"}.get(name, "text_input")
+                if name in (*TEXT_MODELS, "add_one", "loading"):
+                    metadata = {"name": name, "inputs": [{"name": inputs, "datatype": "BYTES", "shape": [1]}]}
+                    writer.write(plain_answer("200 OK", json.dumps(metadata).encode()))
+                else:
+                    writer.write(plain_answer("404 Not Found", b'{"error":"unknown model"}'))
+            elif path.endswith("/generate_stream") and method == "POST":
+                await self.generate(path.split("/")[3], json.loads(body), reader, writer)
+            else:
+                writer.write(plain_answer("400 Bad Request", b'{"error":"not served by the stand-in"}'))
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def generate(
+        self, model: str, body: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.asked.append(body)
+        if model not in TEXT_MODELS:
+            writer.write(
+                plain_answer("404 Not Found", f'{{"error":"Request for unknown model: {model!r}"}}'.encode())
+            )
+            return
+        if model == "rejecting":
+            message = chunk(b'data: {"error":"max_tokens too big"}\n\n') + b"0\r\n\r\n"
+            writer.write(b"HTTP/1.1 400 Bad Request\r\nTransfer-Encoding: chunked\r\n\r\n" + message)
+            return
+        writer.write(STREAM_HEAD)
+        delay = float(body.get("parameters", {}).get("delay", 0))
+        if model == "endless":
+            gone = asyncio.ensure_future(reader.read())
+            count = 0
+            while not gone.done():
+                count += 1
+                writer.write(event({"text_output": f" t{count}", "completion_tokens": count}))
+                await asyncio.wait({gone}, timeout=0.05)
+            self.closed_at.append(time.monotonic())
+            return
+        if model == "tiny":
+            tokens = [f" t{n}" for n in range(1, body.get("max_tokens", 4) + 1)]
+            events = [
+                {"text_output": t, "prompt_tokens": 11, "completion_tokens": n + 1}
+                for n, t in enumerate(tokens)
+            ]
+        elif model == "stop":
+            events = [{"text_output": t} for t in STOP_TOKENS]
+        else:
+            events = [{"text_output": t} for t in (" a", " b", " c")]
+        if model in ("failing", "dying"):
+            events = events[:2]
+        for payload in events:
+            writer.write(event({"model_name": model, "model_version": "1", **payload}))
+            await writer.drain()
+            await asyncio.sleep(delay)
+        if model == "failing":
+            writer.write(event({"error": "boom"}))
+        if model == "dying":
+            await writer.drain()
+            writer.transport.abort()  # Triton killed: no last chunk
+            return
+        writer.write(b"0\r\n\r\n")
+
+
+@dataclass
+class Running:
+    front: Front
+    port: int
+    standin: StandIn
+
+    def call(
+        self, method: str, path: str, payload: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, dict[str, str], Any]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        body = payload if isinstance(payload, bytes) or payload is None else json.dumps(payload).encode()
+        conn.request(method, path, body=body, headers=headers or {})
+        reply = conn.getresponse()
+        raw = reply.read()
+        conn.close()
+        kind = reply.getheader("Content-Type", "")
+        return reply.status, dict(reply.getheaders()), json.loads(raw) if "json" in kind else raw.decode()
+
+    def stream(
+        self, path: str, payload: Any, headers: dict[str, str] | None = None
+    ) -> list[tuple[float, str]]:
+        """Each event's data with its arrival time; the body read whole (a cut one raises)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn.request("POST", path, body=json.dumps(payload).encode(), headers=headers or {})
+        reply = conn.getresponse()
+        assert reply.status == 200, reply.read()
+        assert reply.getheader("Content-Type") == "text/event-stream; charset=utf-8"
+        events = []
+        while line := reply.readline():
+            if line.startswith(b"data: "):
+                events.append((time.monotonic(), line[len(b"data: ") :].decode().rstrip("\n")))
+        conn.close()
+        return events
+
+    def open_stream(self, path: str, payload: Any) -> socket.socket:
+        """A raw connection with the request sent: a client that can go away whenever it likes."""
+        body = json.dumps(payload).encode()
+        client = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        client.sendall(head + body)
+        return client
+
+
+@contextlib.contextmanager
+def run_front(max_body: int = 1 << 20, triton_port: int | None = None) -> Iterator[Running]:
+    loop = asyncio.new_event_loop()
+    standin = StandIn()
+    standin_server = loop.run_until_complete(asyncio.start_server(standin.handle, "127.0.0.1", 0))
+    port = triton_port or standin_server.sockets[0].getsockname()[1]
+    front = Front(Triton("127.0.0.1", port, connect_timeout_s=1), max_body=max_body, new_id=lambda: "1")
+    server = loop.run_until_complete(asyncio.start_server(front.handle, "127.0.0.1", 0))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield Running(front, server.sockets[0].getsockname()[1], standin)
+    finally:
+        asyncio.run_coroutine_threadsafe(cancel_the_rest(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+async def cancel_the_rest() -> None:
+    """Every connection still open ends before the loop does (its clean-up runs in the loop)."""
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@pytest.fixture
+def running() -> Iterator[Running]:
+    with run_front() as running:
+        yield running
+
+
+def eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def chat(model: str, **extra: Any) -> dict[str, Any]:
+    return {"model": model, "messages": [{"role": "user", "content": "Hi"}], **extra}
+
+
+def content_of(events: list[tuple[float, str]]) -> list[dict[str, Any]]:
+    return [json.loads(data) for _, data in events if data != "[DONE]"]
+
+
+# ---- models
+def test_the_model_list_has_the_ready_models_that_take_text(running: Running) -> None:
+    status, _, listing = running.call("GET", "/v1/models")
+    assert status == 200
+    assert [m["id"] for m in listing["data"]] == sorted(TEXT_MODELS)
+    assert listing["data"][0] == {
+        "id": "dying",
+        "object": "model",
+        "created": running.front.started_at,
+        "owned_by": "tarn",
+    }
+
+
+@pytest.mark.parametrize(
+    ("model", "status"), [("tiny", 200), ("add_one", 404), ("nope", 404), ("a%2Fb", 404)]
+)
+def test_one_model(running: Running, model: str, status: int) -> None:
+    got, _, body = running.call("GET", f"/v1/models/{model}")
+    assert got == status
+    if status == 404:
+        assert body["error"]["code"] == "model_not_found"
+
+
+# ---- answers gathered
+def test_a_chat_without_stream(running: Running) -> None:
+    status, headers, body = running.call(
+        "POST", "/v1/chat/completions", chat("tiny", max_tokens=3, temperature=0.5), {"X-TARN-User": "alice"}
+    )
+    assert status == 200
+    assert headers["Content-Type"] == "application/json"
+    assert body["object"] == "chat.completion"
+    assert body["id"] == "chatcmpl-1"
+    assert body["choices"][0]["message"] == {"role": "assistant", "content": " t1 t2 t3", "refusal": None}
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert body["usage"] == {
+        "prompt_tokens": 11,
+        "completion_tokens": 3,
+        "total_tokens": 14,
+    }  # the model's counts
+    asked = running.standin.asked[-1]
+    assert (asked["text_input"], asked["max_tokens"], asked["stream"], asked["temperature"]) == (
+        "user: Hi\nassistant:",
+        3,
+        True,
+        0.5,
+    )
+    counters = running.front.counters
+    assert counters.prompt_tokens[("alice", "tiny")] == 11
+    assert counters.completion_tokens[("alice", "tiny")] == 3
+    assert counters.requests[("alice", "tiny", "completed")] == 1
+
+
+def test_a_completion_counted_by_the_front(running: Running) -> None:
+    status, _, body = running.call(
+        "POST", "/v1/completions", {"model": "plain", "prompt": "Once upon a time"}
+    )
+    assert status == 200
+    assert body["object"] == "text_completion"
+    assert body["choices"][0]["text"] == " a b c"
+    assert body["choices"][0]["finish_reason"] == "stop"  # 3 tokens, below the 16 asked
+    assert body["usage"] == {"prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7}
+    assert running.front.counters.prompt_tokens[("anonymous", "plain")] == 4
+
+
+def test_stop_sequences_end_a_gathered_answer(running: Running) -> None:
+    _, _, body = running.call("POST", "/v1/completions", {"model": "stop", "prompt": "x", "stop": "STOP"})
+    assert (body["choices"][0]["text"], body["choices"][0]["finish_reason"]) == (" one two ", "stop")
+
+
+# ---- streams
+def test_a_chat_stream_arrives_event_by_event(running: Running) -> None:
+    payload = chat(
+        "tiny", max_tokens=3, stream=True, stream_options={"include_usage": True}, parameters={"delay": 0.3}
+    )
+    events = running.stream("/v1/chat/completions", payload)
+    assert events[-1][1] == "[DONE]"
+    chunks = content_of(events)
+    assert all(c["object"] == "chat.completion.chunk" and c["id"] == "chatcmpl-1" for c in chunks)
+    assert [c["choices"][0]["delta"] for c in chunks[:5]] == [
+        {"role": "assistant", "content": ""},
+        {"content": " t1"},
+        {"content": " t2"},
+        {"content": " t3"},
+        {},
+    ]
+    assert chunks[4]["choices"][0]["finish_reason"] == "length"
+    assert chunks[5] == {
+        **chunks[5],
+        "choices": [],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+    }
+    # nothing held back: each token reached the client about when Triton sent it
+    arrivals = [at for at, data in events if '"content":" t' in data]
+    assert all(later - earlier > 0.2 for earlier, later in itertools.pairwise(arrivals))
+    assert running.front.counters.first_token["tiny"].count == 1
+    assert running.front.counters.between_tokens["tiny"].count == 2
+    assert running.front.counters.between_tokens["tiny"].total > 0.4
+
+
+def test_a_completion_stream_with_a_stop_sequence(running: Running) -> None:
+    payload = {"model": "stop", "prompt": "x", "stream": True, "stop": ["STOP"]}
+    chunks = content_of(running.stream("/v1/completions", payload))
+    assert all(c["object"] == "text_completion" and "usage" not in c for c in chunks)
+    assert "".join(c["choices"][0]["text"] for c in chunks) == " one two "
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+
+
+def test_a_model_error_ends_the_stream_with_an_error_event(running: Running) -> None:
+    events = running.stream("/v1/chat/completions", chat("failing", stream=True))
+    chunks = content_of(events)
+    assert [c["choices"][0]["delta"].get("content") for c in chunks[:3]] == ["", " a", " b"]
+    assert chunks[-1] == {
+        "error": {"message": "The model failed: boom", "type": "server_error", "param": None, "code": None}
+    }
+    assert events[-1][1] != "[DONE]"
+    assert eventually(lambda: running.front.counters.requests.get(("anonymous", "failing", "failed")) == 1)
+
+
+def test_triton_dying_mid_stream_ends_it_with_an_error_event_not_a_silent_cut(running: Running) -> None:
+    chunks = content_of(running.stream("/v1/completions", {"model": "dying", "prompt": "x", "stream": True}))
+    assert [c["choices"][0]["text"] for c in chunks[:2]] == [" a", " b"]
+    assert chunks[-1]["error"]["code"] == "triton_broken"
+    assert chunks[-1]["error"]["type"] == "server_error"
+
+
+@pytest.mark.parametrize(
+    ("model", "status", "code"),
+    [("failing", 500, None), ("dying", 502, "triton_broken"), ("rejecting", 400, "triton_rejected")],
+)
+def test_failures_of_gathered_answers(running: Running, model: str, status: int, code: str | None) -> None:
+    got, _, body = running.call("POST", "/v1/completions", {"model": model, "prompt": "x"})
+    assert got == status
+    assert body["error"]["code"] == code
+    if model == "rejecting":
+        assert body["error"]["message"] == "max_tokens too big"
+
+
+def test_a_stream_triton_refuses_is_an_http_error_not_a_stream(running: Running) -> None:
+    status, _, body = running.call(
+        "POST", "/v1/completions", {"model": "rejecting", "prompt": "x", "stream": True}
+    )
+    assert (status, body["error"]["message"]) == (400, "max_tokens too big")
+
+
+# ---- clients that go away
+def test_a_client_gone_mid_stream_closes_triton_at_once(running: Running) -> None:
+    client = running.open_stream("/v1/completions", {"model": "endless", "prompt": "x", "stream": True})
+    received = b""
+    while received.count(b'"text":" t') < 3:
+        received += client.recv(4096)
+    client.close()
+    gone_at = time.monotonic()
+    assert eventually(lambda: bool(running.standin.closed_at))
+    assert running.standin.closed_at[0] - gone_at < 1.0
+    counters = running.front.counters
+    assert eventually(lambda: counters.requests.get(("anonymous", "endless", "cancelled")) == 1)
+    assert counters.streams_in_flight["endless"] == 0
+    assert counters.completion_tokens[("anonymous", "endless")] >= 3  # counted up to the cancel
+
+
+def test_a_client_gone_while_its_answer_is_gathered_closes_triton_too(running: Running) -> None:
+    client = running.open_stream("/v1/chat/completions", chat("endless"))
+    time.sleep(0.3)
+    client.close()
+    gone_at = time.monotonic()
+    assert eventually(lambda: bool(running.standin.closed_at))
+    assert running.standin.closed_at[0] - gone_at < 1.0
+    assert eventually(lambda: running.front.counters.requests.get(("anonymous", "endless", "cancelled")) == 1)
+
+
+# ---- errors in OpenAI's shape
+@pytest.mark.parametrize(
+    ("method", "path", "payload", "status", "param", "code"),
+    [
+        ("POST", "/v1/chat/completions", b"{not json", 400, None, None),
+        ("POST", "/v1/chat/completions", {"model": "tiny"}, 400, "messages", None),
+        (
+            "POST",
+            "/v1/completions",
+            {"model": "tiny", "prompt": "x", "max_tokens": "9"},
+            400,
+            "max_tokens",
+            None,
+        ),
+        ("POST", "/v1/completions", {"model": "nope", "prompt": "x"}, 404, "model", "model_not_found"),
+        ("GET", "/v1/completions", None, 405, None, "method_not_allowed"),
+        ("POST", "/v1/models", b"{}", 405, None, "method_not_allowed"),
+        ("POST", "/v1/embeddings", {"model": "tiny", "input": "x"}, 404, None, "unknown_url"),
+        ("GET", "/v2/health/ready", None, 404, None, "unknown_url"),  # /v2 is Triton's, not the front's
+    ],
+)
+def test_errors(
+    running: Running, method: str, path: str, payload: Any, status: int, param: str | None, code: str | None
+) -> None:
+    got, headers, body = running.call(method, path, payload)
+    assert got == status
+    assert headers["Content-Type"] == "application/json"
+    assert set(body["error"]) == {"message", "type", "param", "code"}
+    assert (body["error"]["param"], body["error"]["code"]) == (param, code)
+
+
+def test_an_unknown_model_leaves_no_series(running: Running) -> None:
+    running.call("POST", "/v1/completions", {"model": "no-such-model", "prompt": "x", "stream": True})
+    _, _, text = running.call("GET", "/metrics")
+    assert "no-such-model" not in text
+
+
+def test_a_body_over_the_limit_is_refused() -> None:
+    with run_front(max_body=100) as running:
+        status, _, body = running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x" * 200})
+    assert (status, body["error"]["code"]) == (413, "request_too_large")
+
+
+def test_triton_unreachable_is_a_503() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    with run_front(triton_port=closed) as running:
+        for method, path, payload in (
+            ("POST", "/v1/completions", {"model": "tiny", "prompt": "x", "stream": True}),
+            ("GET", "/v1/models", None),
+        ):
+            status, _, body = running.call(method, path, payload)
+            assert (status, body["error"]["type"], body["error"]["code"]) == (
+                503,
+                "server_error",
+                "triton_unreachable",
+            )
+
+
+# ---- what operators read
+def test_metrics_and_health(running: Running) -> None:
+    running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, {"X-TARN-User": "bob"})
+    running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, {"X-TARN-User": "  "})
+    status, headers, text = running.call("GET", "/metrics")
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    # 16 tokens each: OpenAI's default max_tokens of a completion
+    assert 'tarn_openai_completion_tokens_total{user="bob",model="tiny"} 16' in text
+    assert 'tarn_openai_completion_tokens_total{user="anonymous",model="tiny"} 16' in text
+    assert 'tarn_openai_streams_in_flight{model="tiny"} 0' in text
+    assert running.call("GET", "/health")[:1] == (200,)
