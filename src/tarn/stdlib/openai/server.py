@@ -119,7 +119,7 @@ class Front:
         reply = Reply(writer)
         try:
             try:
-                request = await read_request(reader, self.max_body)
+                request = await read_request(reader, self.max_body, writer)
             except BadRequest as exc:
                 raise OpenAIError(400, f"Bad HTTP request: {exc}") from exc
             except TooLarge as exc:

@@ -49,8 +49,11 @@ def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
     return parts[0], parts[1].split("?", 1)[0], headers
 
 
-async def read_request(reader: asyncio.StreamReader, max_body: int) -> Request | None:
-    """The request on a fresh connection; None when the client sent nothing."""
+async def read_request(
+    reader: asyncio.StreamReader, max_body: int, writer: asyncio.StreamWriter | None = None
+) -> Request | None:
+    """The request on a fresh connection; None when the client sent nothing. A client that waits
+    for ``100 Continue`` before its body (curl does beyond 1 KiB) is told to go on, on ``writer``."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError as exc:
@@ -68,6 +71,8 @@ async def read_request(reader: asyncio.StreamReader, max_body: int) -> Request |
     length = int(length_text)
     if length > max_body:
         raise TooLarge(f"request body of {length} bytes, over {max_body}")
+    if writer is not None and length and headers.get("expect", "").lower() == "100-continue":
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
     try:
         body = await reader.readexactly(length)
     except asyncio.IncompleteReadError as exc:

@@ -93,6 +93,23 @@ def test_bad_requests(raw: bytes, error: type[Exception]) -> None:
         request_of(raw)
 
 
+def test_a_client_waiting_for_100_continue_is_told_to_go_on() -> None:
+    written: list[bytes] = []
+
+    class Writer:
+        def write(self, data: bytes) -> None:
+            written.append(data)
+
+    async def read() -> wire.Request | None:
+        raw = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}"
+        return await wire.read_request(reader_of(raw), 1024, Writer())  # type: ignore[arg-type]
+
+    request = run(read())
+    assert request is not None
+    assert request.body == b"{}"
+    assert written == [b"HTTP/1.1 100 Continue\r\n\r\n"]
+
+
 def test_nothing_sent_is_no_request() -> None:
     assert request_of(b"") is None
 
