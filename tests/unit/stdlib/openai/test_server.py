@@ -274,10 +274,10 @@ def test_a_chat_without_stream(running: Running) -> None:
         True,
         0.5,
     )
-    counters = running.front.counters
+    counters = running.front.counters  # counted once the answer is out
+    assert eventually(lambda: counters.requests.get(("alice", "tiny", "completed")) == 1)
     assert counters.prompt_tokens[("alice", "tiny")] == 11
     assert counters.completion_tokens[("alice", "tiny")] == 3
-    assert counters.requests[("alice", "tiny", "completed")] == 1
 
 
 def test_a_completion_counted_by_the_front(running: Running) -> None:
@@ -289,7 +289,7 @@ def test_a_completion_counted_by_the_front(running: Running) -> None:
     assert body["choices"][0]["text"] == " a b c"
     assert body["choices"][0]["finish_reason"] == "stop"  # 3 tokens, below the 16 asked
     assert body["usage"] == {"prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7}
-    assert running.front.counters.prompt_tokens[("anonymous", "plain")] == 4
+    assert eventually(lambda: running.front.counters.prompt_tokens.get(("anonymous", "plain")) == 4)
 
 
 def test_stop_sequences_end_a_gathered_answer(running: Running) -> None:
@@ -462,6 +462,7 @@ def test_triton_unreachable_is_a_503() -> None:
 def test_metrics_and_health(running: Running) -> None:
     running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, {"X-TARN-User": "bob"})
     running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, {"X-TARN-User": "  "})
+    assert eventually(lambda: sum(running.front.counters.requests.values()) == 2)
     status, headers, text = running.call("GET", "/metrics")
     assert status == 200
     assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
