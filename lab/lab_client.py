@@ -62,7 +62,9 @@ def secure() -> bool:
 def docker() -> bool:
     """Whether the running lab's NodeManagers run YARN's Docker runtime: worker1 has its cfg."""
     done = subprocess.run(
-        ["podman", "exec", WORKER_CONTAINER, "test", "-f", CONTAINER_EXECUTOR_CFG], capture_output=True, check=False
+        ["podman", "exec", WORKER_CONTAINER, "test", "-f", CONTAINER_EXECUTOR_CFG],
+        capture_output=True,
+        check=False,
     )
     return done.returncode == 0
 
@@ -71,6 +73,14 @@ def runtime_args() -> list[str]:
     """The CLI's runtime flags for the lab's Triton: its image on a Docker lab, else the NodeManagers'
     tritonserver (use_lab puts the cfg's copy in TARN_CONTAINER_EXECUTOR_CFG)."""
     return ["--runtime", "docker", "--image", TRITON_IMAGE] if docker() else ["--runtime", "process"]
+
+
+def runtime_options() -> dict[str, str]:
+    """runtime_args as tarn_deploy's options (the cfg's copy is made by use_lab)."""
+    if not docker():
+        return {"runtime": "process"}
+    cfg = str(LAB_DIR / "container-executor.cfg")
+    return {"runtime": "docker", "image": TRITON_IMAGE, "container_executor_cfg": cfg}
 
 
 def webhdfs_url() -> str:

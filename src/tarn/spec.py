@@ -237,7 +237,9 @@ def _controller(config: TarnConfig, artifacts: Artifacts) -> JSON:
         command=_controller_command(config, has_token, artifacts.rm_urls),
         resource={"cpus": config.controller_vcores, "memory": str(config.controller_memory_mb)},
         readiness=_http_readiness(config.am_port, CONTROLLER_HEALTH_PATH),
-        env=_docker_env(config, privileged=False, ports=am_mapping, reads=(config.model_repository, *_node_files(config))),
+        env=_docker_env(
+            config, privileged=False, ports=am_mapping, reads=(config.model_repository, *_node_files(config))
+        ),
         files=files,
     )
     # YARN merges the service's properties into each component's: written here too, the spec
@@ -367,7 +369,7 @@ def _node_files(config: TarnConfig) -> tuple[str, ...]:
     """Files of the node a Docker container reads: the accounts (YARN runs the container as a user of
     the node, by uid), and on a secure cluster Kerberos' settings and the service's keytab, at the
     same paths as on the node (the yarn_nodemanager role allows all of them as read-only mounts)."""
-    files = ACCOUNT_FILES
+    files: tuple[str, ...] = ACCOUNT_FILES
     if config.service_principal:
         files += (KRB5_CONF, keytab_path(config.service_keytab or ""))
     return files

@@ -26,6 +26,7 @@ import requests
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
+from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.errors import ClusterError
 from tarn.service import controller_url as service_controller_url
@@ -52,7 +53,8 @@ SERVICE = "tarn-e2e-chaos"
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-chaos-models"
 ZK_HOSTS = f"{LAB_MASTER}:2181"
 OPTIONS: dict[str, Any] = {
-    "service_name": SERVICE, "runtime": "process", "port": 8400, "grpc_port": 8401, "metrics_port": 8402,
+    "service_name": SERVICE, **lab_client.runtime_options(),
+    "port": 8400, "grpc_port": 8401, "metrics_port": 8402,
     "port_stride": 10, "am_port": 8892, "anti_affinity": False, "min_instances": 2, "max_instances": 2,
     "tick_seconds": 1, "replace_unready_after": 30, "gpus_per_instance": 0, "memory_mb": 768, "vcores": 1,
     "controller_memory_mb": 512,

@@ -26,6 +26,7 @@ import requests
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
 from tarn.service import controller_url
@@ -88,7 +89,7 @@ def service(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
     submitted = tarn(
-        "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
+        "submit", "--service-name", SERVICE, "--user", LAB_USER, *lab_client.runtime_args(),
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}", f"--token={token}",  # may start with "-"
         "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
         "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),

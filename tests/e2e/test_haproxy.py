@@ -18,6 +18,7 @@ from collections.abc import Iterator
 import pytest
 from kazoo.client import KazooClient
 
+from lab import lab_client
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
 from tests.support.lab import LAB_USER, podman_exec, wait_for
@@ -61,7 +62,7 @@ def lab_service(hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[tuple[Registered
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
     submitted = tarn(
-        "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
+        "submit", "--service-name", SERVICE, "--user", LAB_USER, *lab_client.runtime_args(),
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}",
         "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
         "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),

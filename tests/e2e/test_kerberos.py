@@ -39,7 +39,7 @@ def submit(
     name: str, *extra: str, env: dict[str, str] | None = None, port: int = 8500, token: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     return tarn(
-        "submit", "--service-name", name, "--user", LAB_USER, "--runtime", "process",
+        "submit", "--service-name", name, "--user", LAB_USER, *lab_client.runtime_args(),
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}",
         "--port", str(port), "--grpc-port", str(port + 1), "--metrics-port", str(port + 2),
         "--port-stride", "10", "--no-anti-affinity", "--am-port", str(port + 90),

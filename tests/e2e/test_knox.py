@@ -167,7 +167,7 @@ def service(
     # the policies registered below reach it once they are there)
     submitting = ThreadPoolExecutor(1).submit(
         tarn,
-        "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
+        "submit", "--service-name", SERVICE, "--user", LAB_USER, *lab_client.runtime_args(),
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}", f"--token={token}",
         "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
         "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),

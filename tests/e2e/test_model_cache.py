@@ -46,7 +46,7 @@ STAGED = re.compile(
 
 def submit(name: str, port: int) -> None:
     done = tarn(
-        "submit", "--service-name", name, "--user", LAB_USER, "--runtime", "process",
+        "submit", "--service-name", name, "--user", LAB_USER, *lab_client.runtime_args(),
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}", "--model-cache-dir", CACHE,
         "--port", str(port), "--grpc-port", str(port + 1), "--metrics-port", str(port + 2),
         "--am-port", str(port + 3), "--min-instances", "2", "--max-instances", "2",

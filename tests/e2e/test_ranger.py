@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import requests
 
+from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
@@ -94,7 +95,7 @@ def service(
     hdfs.delete(AUDIT_DIR, recursive=True)
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
     submitted = tarn(
-        "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
+        "submit", "--service-name", SERVICE, "--user", LAB_USER, *lab_client.runtime_args(),
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}", f"--token={token}",
         "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
         "--am-port", str(AM_PORT), "--min-instances", "1", "--max-instances", "1", "--tick-seconds", "1",

@@ -105,7 +105,7 @@ def zero(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Ze
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
     submitted = tarn(
-        "submit", "--service-name", SERVICE, "--user", LAB_USER, "--runtime", "process",
+        "submit", "--service-name", SERVICE, "--user", LAB_USER, *lab_client.runtime_args(),
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}", "--port", "8500", "--grpc-port", "8501",
         "--metrics-port", "8502", "--am-port", str(AM_PORT), "--min-instances", "0", "--max-instances", "1",
         "--scale-to-zero-after", str(GRACE_S), "--cooldown", "3600000", "--tick-seconds", "1",

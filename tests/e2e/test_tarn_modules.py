@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support.lab import LAB_USER
@@ -24,7 +25,7 @@ from tests.support.lab_service import MODELS, run_module
 
 # Ports and sizes set aside for these tests on the shared lab.
 SERVICE: dict[str, Any] = {
-    "runtime": "process", "port": 8100, "grpc_port": 8101, "metrics_port": 8102, "am_port": 8898,
+    **lab_client.runtime_options(), "port": 8100, "grpc_port": 8101, "metrics_port": 8102, "am_port": 8898,
     "memory_mb": 512, "vcores": 1, "controller_memory_mb": 512, "min_instances": 1,
     "max_instances": 2, "token": "mod-e2e-token",
 }  # fmt: skip

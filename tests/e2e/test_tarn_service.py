@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
 from tarn.stdlib.webhdfs import WebHdfsClient
@@ -91,7 +92,7 @@ def test_models_from_hdfs_with_secrets(
     hdfs.write(remote_store, store.read_bytes(), permission="600")
     name = f"e2e-hdfs-{uuid.uuid4().hex[:6]}"
     submit = [
-        "submit", "--service-name", name, "--user", LAB_USER, "--runtime", "process",
+        "submit", "--service-name", name, "--user", LAB_USER, *lab_client.runtime_args(),
         "--model-repository", f"hdfs://{hdfs_models}", "--secrets", f"hdfs://{remote_store}",
         "--token", api_token, "--min-instances", "2", "--max-instances", "2",
         "--memory-mb", "1024", "--vcores", "1", "--controller-memory-mb", "512", *CLUSTER,
@@ -158,7 +159,7 @@ def test_models_from_a_local_path(rm: ResourceManager) -> None:
     name = f"e2e-local-{uuid.uuid4().hex[:6]}"
     try:
         done = tarn(
-            "submit", "--service-name", name, "--user", LAB_USER, "--runtime", "process",
+            "submit", "--service-name", name, "--user", LAB_USER, *lab_client.runtime_args(),
             "--model-repository", local, "--min-instances", "2", "--max-instances", "2",
             "--memory-mb", "1024", "--vcores", "1", "--controller-memory-mb", "512", *CLUSTER,
         )  # fmt: skip

@@ -14,6 +14,7 @@ import time
 import uuid
 from typing import Any
 
+from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
@@ -70,7 +71,7 @@ def test_a_two_rank_cpu_world_serves_and_stops_whole_when_a_rank_dies(rm: Resour
     name = f"e2e-world-{uuid.uuid4().hex[:6]}"
     try:
         done = tarn(
-            "submit", "--service-name", name, "--user", LAB_USER, "--runtime", "process",
+            "submit", "--service-name", name, "--user", LAB_USER, *lab_client.runtime_args(),
             "--model-repository", LOCAL_MODELS, "--tp", "2", "--gpus-per-instance", "0", *PORTS,
             "--min-instances", "1", "--max-instances", "1", "--memory-mb", "1536", "--vcores", "1",
             "--controller-memory-mb", "512", *CLUSTER,
@@ -132,7 +133,7 @@ def test_a_world_larger_than_every_node_is_refused_before_submit(
 ) -> None:
     name = f"e2e-bigworld-{uuid.uuid4().hex[:6]}"
     done = tarn(
-        "submit", "--service-name", name, "--user", LAB_USER, "--runtime", "process",
+        "submit", "--service-name", name, "--user", LAB_USER, *lab_client.runtime_args(),
         "--model-repository", LOCAL_MODELS, "--tp", "2", "--pp", "2", *PORTS, *CLUSTER,
     )  # fmt: skip
     assert done.returncode != 0

@@ -181,7 +181,8 @@ def test_the_node_model_cache_is_mounted_read_write_for_staging() -> None:
     assert component(staged, CONTROLLER)["configuration"]["env"][key] == ACCOUNTS
     nfs = spec_of("--model-cache-dir", cache, "--model-repository", "/mnt/hdfs/models")
     assert (
-        component(nfs, TRITON)["configuration"]["env"][key] == f"/mnt/hdfs/models:/mnt/hdfs/models:ro,{ACCOUNTS}"
+        component(nfs, TRITON)["configuration"]["env"][key]
+        == f"/mnt/hdfs/models:/mnt/hdfs/models:ro,{ACCOUNTS}"
     )
     assert f"--model-cache-dir {cache}" in component(staged, TRITON)["launch_command"]
 

@@ -235,8 +235,14 @@ def test_a_container_executor_hadoop_would_refuse_fails_naming_the_variable(
     tmp_path: Path, state: str, fault: str
 ) -> None:
     """The NodeManager would not start: no binary, or one that others may run (exit 22)."""
-    binary = str(tmp_path / "absent") if state == "missing" else container_executor(tmp_path, 0o755, "runnable-by-all")
-    extra = node(tmp_path, yarn_nodemanager_container_executor_path=binary, yarn_nodemanager_gpu_enabled=False)
+    binary = (
+        str(tmp_path / "absent")
+        if state == "missing"
+        else container_executor(tmp_path, 0o755, "runnable-by-all")
+    )
+    extra = node(
+        tmp_path, yarn_nodemanager_container_executor_path=binary, yarn_nodemanager_gpu_enabled=False
+    )
     rc, out = run_role(tmp_path, "node_checks", extra)
     assert rc != 0
     assert f"yarn_nodemanager_container_executor_path {binary}" in out
