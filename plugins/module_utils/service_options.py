@@ -25,6 +25,7 @@ SERVICE_OPTIONS = {
     'grpc_port': ({'type': 'int'}, '--grpc-port'),
     'metrics_port': ({'type': 'int'}, '--metrics-port'),
     'am_port': ({'type': 'int'}, '--am-port'),
+    'openai_port': ({'type': 'int'}, '--openai-port'),
     'address': ({'type': 'str'}, '--address'),
     'token': ({'type': 'str', 'no_log': True}, '--token'),
     'token_file': ({'type': 'path'}, '--token-file'),

@@ -46,6 +46,7 @@ SAMPLES: dict[str, Any] = {
     "grpc_port": 9001,
     "metrics_port": 9002,
     "am_port": 9888,
+    "openai_port": 9100,
     "address": "10.0.0.1",
     "token": None,  # never rendered (the controller gets --token-file)
     "token_file": "/etc/tarn/token",

@@ -39,7 +39,7 @@ MIN_UNREADY_BOUND_S = 10  # no Triton instance is ready sooner (staging, start, 
 _RESERVED_ENV_PREFIXES = ("YARN_CONTAINER_RUNTIME_",)  # set by the spec builder from the Docker flags
 _RESERVED_ENV_KEYS = frozenset({"TARN_TOKEN"})
 _UNSAFE_IN_ENV_VALUE = ('"', "`", "\\", "\n", "\r", "$(")  # YARN writes env as export K="V"
-_PORTS = ("port", "grpc_port", "metrics_port", "am_port")  # each its own port
+_PORTS = ("port", "grpc_port", "metrics_port", "am_port", "openai_port")  # each its own port, when set
 
 
 def validate(config: TarnConfig) -> TarnConfig:
@@ -137,18 +137,17 @@ def _check_image(c: TarnConfig) -> None:
 
 
 def _check_ports(c: TarnConfig) -> None:
-    for name in _PORTS:
-        port: int = getattr(c, name)
+    ports = {name: port for name in _PORTS if (port := getattr(c, name)) is not None}
+    for name, port in ports.items():
         if not 1 <= port <= 65535:
             fail(name, f"{port} is outside 1..65535", "give a TCP port between 1 and 65535")
     seen: dict[int, str] = {}
-    for name in _PORTS:
-        port = getattr(c, name)
+    for name, port in ports.items():
         if port in seen:
             fail(
                 name,
                 f"{port} is also {seen[port]}",
-                f"give {', '.join(cli_flag(n) for n in _PORTS)} each their own port",
+                f"give {', '.join(cli_flag(n) for n in ports)} each their own port",
             )
         seen[port] = cli_flag(name)
     try:
@@ -175,7 +174,10 @@ def _check_port_stride(c: TarnConfig) -> None:
     taken = {c.am_port: cli_flag("am_port")}
     for index in range(c.max_instances):
         ports = c.instance_ports(index)
-        for name, port in (("port", ports.http), ("grpc_port", ports.grpc), ("metrics_port", ports.metrics)):
+        shifted = [("port", ports.http), ("grpc_port", ports.grpc), ("metrics_port", ports.metrics)]
+        if ports.openai is not None:
+            shifted.append(("openai_port", ports.openai))
+        for name, port in shifted:
             where = f"instance {index}'s {cli_flag(name)} ({port})"
             if port > 65535:
                 fail(

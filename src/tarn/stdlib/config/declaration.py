@@ -76,6 +76,7 @@ class InstancePorts:
     http: int
     grpc: int
     metrics: int
+    openai: int | None = None  # the OpenAI front's, when it runs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,6 +172,15 @@ class TarnConfig:
     am_port: int = option(
         8888, "--am-port", group="ports and API", type=int, help="the controller's API port"
     )
+    openai_port: int | None = option(
+        None, "--openai-port", group="ports and API", type=int, launcher=True,
+        help="port of the OpenAI-compatible front (/v1) beside each Triton instance; "
+        "shifted by --port-stride like Triton's (default: no front)",
+        doc=("Port of the OpenAI-compatible front (C(/v1/chat/completions), C(/v1/completions), "
+             "C(/v1/models)) that the launcher runs beside each Triton instance.",
+             "Shifted by O(port_stride) like Triton's ports. Left out: no front.",
+             "Discovery carries it (C(openai_port) in each instance's znode), so HAProxy routes C(/v1/) to it."),
+    )  # fmt: skip
     address: str = option(
         "0.0.0.0",  # noqa: S104 - the seeds' bind address; Triton must be reachable
         "--address", group="ports and API", launcher=True, help="bind address",
@@ -376,7 +386,8 @@ class TarnConfig:
     def instance_ports(self, index: int) -> InstancePorts:
         """The ports of Triton instance ``index`` (its YARN component id): the one place of the stride."""
         shift = index * self.port_stride
-        return InstancePorts(self.port + shift, self.grpc_port + shift, self.metrics_port + shift)
+        openai = None if self.openai_port is None else self.openai_port + shift
+        return InstancePorts(self.port + shift, self.grpc_port + shift, self.metrics_port + shift, openai)
 
     @property
     def notes(self) -> tuple[str, ...]:

@@ -110,6 +110,8 @@ def test_ranger_flags_and_environment(
         (["--min-instances", "0", "--scale-to-zero-after", "300"], {}, "scale_to_zero_after_s", 300),
         (["--scale-up", "1", "--scale-down", "0"], {}, "scale_up", 1.0),
         (["--zk-ensemble", "zk1:2181,zk2:2181,zk3"], {}, "zk_ensemble", "zk1:2181,zk2:2181,zk3"),
+        ([], {}, "openai_port", None),
+        (["--openai-port", "9000"], {}, "openai_port", 9000),
     ],
 )  # fmt: skip
 def test_good_input(argv: list[str], environ: dict[str, str], attribute: str, expected: object) -> None:
@@ -121,6 +123,7 @@ def test_good_input(argv: list[str], environ: dict[str, str], attribute: str, ex
     [
         SEEDS_EXAMPLE,
         [*BASE, "--runtime", "process", "--no-anti-affinity", "--port-stride", "10", "--ranger-service", "r"],
+        [*BASE, "--no-anti-affinity", "--port-stride", "10", "--openai-port", "9000"],
         [
             *BASE,
             "--docker-network",

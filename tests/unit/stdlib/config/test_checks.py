@@ -125,6 +125,11 @@ BAD: list[tuple[str, list[str], dict[str, str], str]] = [
     ("port-zero", ["--port", "0"], {}, "--port"),
     ("port-too-high", ["--metrics-port", "70000"], {}, "--metrics-port"),
     ("port-not-a-number", ["--port", "http"], {}, "--port"),
+    ("openai-equals-http", ["--openai-port", "8000"], {}, "--openai-port"),
+    ("openai-equals-am", ["--openai-port", "8888"], {}, "--openai-port"),
+    ("openai-port-zero", ["--openai-port", "0"], {}, "--openai-port"),
+    ("openai-port-too-high", ["--openai-port", "65536"], {}, "--openai-port"),
+    ("openai-port-not-a-number", ["--openai-port", "v1"], {}, "--openai-port"),
     ("tp-zero", ["--tp", "0"], {}, "--tp"),
     ("pp-negative", ["--pp", "-2"], {}, "--pp"),
     ("gpus-below-world", ["--tp", "2", "--pp", "2", "--gpus-per-instance", "3"], {}, "--gpus-per-instance"),
@@ -187,6 +192,18 @@ BAD: list[tuple[str, list[str], dict[str, str], str]] = [
     (
         "stride-hits-am",
         ["--no-anti-affinity", "--port-stride", "888", "--max-instances", "2"],
+        {},
+        "--port-stride",
+    ),
+    (
+        "stride-hits-openai",  # instance 1's HTTP port would be instance 0's front
+        ["--no-anti-affinity", "--port-stride", "10", "--max-instances", "2", "--openai-port", "8010"],
+        {},
+        "--port-stride",
+    ),
+    (
+        "stride-lifts-openai-over-65535",
+        ["--port-stride", "10", "--max-instances", "2", "--openai-port", "65530"],
         {},
         "--port-stride",
     ),

@@ -68,6 +68,13 @@ def test_instance_ports_follow_the_stride() -> None:
         (8010, 8011, 8012),
         (8020, 8021, 8022),
     ]
+    assert {p.openai for p in map(config.instance_ports, range(3))} == {None}  # no front by default
+
+
+def test_the_openai_front_port_follows_the_stride_like_tritons() -> None:
+    config = parse("--no-anti-affinity", "--port-stride", "10", "--max-instances", "3", "--openai-port", "9000")
+    assert [config.instance_ports(i).openai for i in range(3)] == [9000, 9010, 9020]
+    assert parse("--openai-port", "9000").instance_ports(5).openai == 9000  # one instance per node
 
 
 def test_the_token_never_shows() -> None:
