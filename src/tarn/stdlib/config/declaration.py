@@ -179,7 +179,8 @@ class TarnConfig:
         doc=("Port of the OpenAI-compatible front (C(/v1/chat/completions), C(/v1/completions), "
              "C(/v1/models)) that the launcher runs beside each Triton instance.",
              "Shifted by O(port_stride) like Triton's ports. Left out: no front.",
-             "Discovery carries it (C(openai_port) in each instance's znode), so HAProxy routes C(/v1/) to it."),
+             "Discovery carries it (C(openai_port) in each instance's znode):",
+             "HAProxy routes C(/v1/) to it."),
     )  # fmt: skip
     address: str = option(
         "0.0.0.0",  # noqa: S104 - the seeds' bind address; Triton must be reachable

@@ -72,8 +72,9 @@ def test_instance_ports_follow_the_stride() -> None:
 
 
 def test_the_openai_front_port_follows_the_stride_like_tritons() -> None:
-    config = parse("--no-anti-affinity", "--port-stride", "10", "--max-instances", "3", "--openai-port", "9000")
-    assert [config.instance_ports(i).openai for i in range(3)] == [9000, 9010, 9020]
+    shared = ("--no-anti-affinity", "--port-stride", "10", "--max-instances", "3")
+    config = parse(*shared, "--openai-port", "9100")
+    assert [config.instance_ports(i).openai for i in range(3)] == [9100, 9110, 9120]
     assert parse("--openai-port", "9000").instance_ports(5).openai == 9000  # one instance per node
 
 
