@@ -12,6 +12,10 @@
    tp x pp Triton ranks instead (:mod:`tarn.stdlib.launcher.world`). It runs as this process's
    child, not exec'd: when it ends, nothing it started is left on the node, and the launcher
    exits with its status (:mod:`tarn.stdlib.launcher.supervise`).
+4. With ``--openai-port``, runs the OpenAI front (:mod:`tarn.stdlib.openai`) beside it: a sidecar
+   in the same process group on the instance's front port and Triton's address, speaking to this
+   Triton on loopback, without the secrets; restarted when it ends, the instance stopped when it
+   keeps ending (docs/openai.md).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import tarn
 from tarn.stdlib.config import LAUNCHER_OPTIONS, add_config_arguments, config_from_namespace
 from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
 from tarn.stdlib.kerberos import service_identity, webhdfs_auth
@@ -65,6 +70,54 @@ def instance_ports(args: argparse.Namespace) -> tuple[int, int, int]:
     """HTTP, gRPC and metrics ports of this instance: the base ports shifted by its stride."""
     shift = args.port_stride * args.instance_id
     return args.port + shift, args.grpc_port + shift, args.metrics_port + shift
+
+
+def front_port(args: argparse.Namespace) -> int | None:
+    """The OpenAI front's port of this instance (shifted like Triton's), None without a front."""
+    if args.openai_port is None:
+        return None
+    return int(args.openai_port + args.port_stride * args.instance_id)
+
+
+def listening_ports(args: argparse.Namespace) -> list[int]:
+    """Every port this instance listens on: Triton's, and its front's when it has one."""
+    front = front_port(args)
+    return [*instance_ports(args), *([] if front is None else [front])]
+
+
+def local_url(address: str, port: int) -> str:
+    """Triton's HTTP endpoint as a process of this container reaches it: loopback when Triton
+    listens on every address, else the one address it listens on."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(address, address)  # noqa: S104 - Triton's wildcard
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def front_command(args: argparse.Namespace, python: str) -> list[str] | None:
+    """The OpenAI front beside this instance's Triton, bound like Triton; None without a front."""
+    port = front_port(args)
+    if port is None:
+        return None
+    http, _grpc, _metrics = instance_ports(args)
+    return [
+        python,
+        "-m",
+        "tarn.stdlib.openai",
+        f"--port={port}",
+        f"--host={args.address}",
+        f"--triton-url={local_url(args.address, http)}",
+    ]
+
+
+def front_environment(environ: Mapping[str, str], package_root: str) -> dict[str, str]:
+    """The front's environment: the container's (never Triton's secrets), with this package first
+    on the path (the launcher's zipapp, or its source tree)."""
+    path = [package_root, *filter(None, environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**environ, "PYTHONPATH": os.pathsep.join(path)}
+
+
+def package_root() -> str:
+    """Where the ``tarn`` package is imported from: tarn-launcher.pyz, or a source tree."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(tarn.__file__)))
 
 
 def cache_dir(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
@@ -220,11 +273,15 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s tarn-launcher %(levelname)s %(message)s")
     env = dict(os.environ if environ is None else environ)
     args = parse_args(argv)
+    front = front_command(args, sys.executable)
+    sidecar = None
+    if front is not None:
+        sidecar = supervise.Sidecar("the OpenAI front", tuple(front), front_environment(env, package_root()))
     try:
         repository = prepare_repository(args, env)
         env.update(secret_environment(args, env))
         world_dir = fresh_world_dir() if world.world_size(args.tp, args.pp) > 1 else Path()
-        wait_for_ports(instance_ports(args))
+        wait_for_ports(listening_ports(args))
         command, world_env = launch_command(args, repository, env, world_dir, as_root=os.geteuid() == 0)
     except (StagingError, OSError, ValueError) as exc:
         log.error("%s", exc)  # messages name paths and aliases, never secret values
@@ -233,4 +290,4 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     log.info("run %s", " ".join(command))
     sys.stdout.flush()
     sys.stderr.flush()
-    return supervise.exit_status(supervise.supervise(command, env, group=True))
+    return supervise.exit_status(supervise.supervise(command, env, group=True, sidecar=sidecar))
