@@ -35,6 +35,7 @@ class Container:
     http_port: int
     grpc_port: int
     metrics_port: int
+    openai_port: int | None = None  # the OpenAI front's (--openai-port), None without one
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ def containers_of(service: JSON, config: TarnConfig) -> list[Container]:
                 http_port=ports.http,
                 grpc_port=ports.grpc,
                 metrics_port=ports.metrics,
+                openai_port=ports.openai,
             )
         )
     return sorted(found, key=lambda c: instance_number(c.instance))

@@ -36,9 +36,12 @@ class InstanceView:
     requests_ok: float
     requests_failed: float
     unready_s: float = 0.0  # how long it has not answered ready (starting, or stopped answering)
+    openai_port: int | None = None  # its OpenAI front's, None without one
 
     def record(self, service: str) -> JSON:
-        """The discovery record: the znode's JSON (docs/discovery.md)."""
+        """The discovery record: the znode's JSON (docs/discovery.md). ``openai_port`` only where
+        the instance runs the OpenAI front: a reader routes ``/v1`` to the instances that have it."""
+        front = {} if self.openai_port is None else {"openai_port": self.openai_port}
         return {
             "service": service,
             "instance": self.instance,
@@ -50,6 +53,7 @@ class InstanceView:
             "metrics_port": self.metrics_port,
             "url": f"http://{self.ip}:{self.http_port}",
             "models": list(self.models),
+            **front,
         }
 
 

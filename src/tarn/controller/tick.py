@@ -509,6 +509,7 @@ def _view(
         requests_ok=sample.requests_ok if sample else 0.0,
         requests_failed=sample.requests_failed if sample else 0.0,
         unready_s=0.0 if tracked.unready_since is None else now - tracked.unready_since,
+        openai_port=c.openai_port,
     )
 
 

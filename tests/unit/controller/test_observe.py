@@ -15,7 +15,15 @@ from typing import Any
 
 import pytest
 
-from tarn.controller.observe import Container, Scraper, answered_by, distrust, with_known_addresses
+from tarn.controller.observe import (
+    Container,
+    Scraper,
+    answered_by,
+    containers_of,
+    distrust,
+    with_known_addresses,
+)
+from tarn.stdlib.config import parse_config
 from tests.support.controller import STUB
 
 
@@ -121,3 +129,36 @@ def test_with_known_addresses() -> None:
     bare = Container("triton-0", "c0", "", "", "READY", 8000, 8001, 8002)
     other = Container("triton-1", "c1", "", "", "READY", 8010, 8011, 8012)
     assert with_known_addresses([bare, other], {"c0": known}) == [known, other]
+
+
+@pytest.mark.parametrize(
+    ("flags", "ports"),
+    [
+        ([], [(8000, None), (8000, None)]),
+        (["--openai-port", "9000"], [(8000, 9000), (8000, 9000)]),
+        (
+            ["--no-anti-affinity", "--port-stride", "10", "--openai-port", "9000"],
+            [(8000, 9000), (8020, 9020)],
+        ),
+    ],
+    ids=["no front", "a front per node", "fronts shifted like Triton"],
+)
+def test_containers_carry_their_fronts_port(flags: list[str], ports: list[tuple[int, int | None]]) -> None:
+    config = parse_config(["--model-repository", "/m", "--runtime", "process", *flags], {})
+    service = {
+        "components": [
+            {
+                "name": "triton",
+                "containers": [
+                    {
+                        "component_instance_name": f"triton-{n}",
+                        "id": f"c{n}",
+                        "ip": "10.0.0.1",
+                        "state": "READY",
+                    }
+                    for n in (0, 2)
+                ],
+            }
+        ]
+    }
+    assert [(c.http_port, c.openai_port) for c in containers_of(service, config)] == ports

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.controller.dashboard import render_dashboard
-from tarn.controller.server import SECURITY_HEADERS, Api, serve, with_visible_models
+from tarn.controller.server import SECURITY_HEADERS, Api, instances_body, serve, with_visible_models
 from tarn.ranger.authorizer import Authorizer
 from tarn.ranger.state import Documents, PolicyState, polled
 from tarn.stdlib.api_token import Secret
@@ -107,10 +107,21 @@ def test_instances_json_and_text(api_url: str) -> None:
     assert [i["instance"] for i in listing["instances"]] == ["triton-0", "triton-1"]
     keys = {"ip", "http_port", "grpc_port", "metrics_port", "state", "registered", "load", "models", "url"}
     assert keys <= set(listing["instances"][0])
+    assert "openai_port" not in listing["instances"][0]  # no front: no key
     text = call(api_url + "/instances", {**AUTH, "Accept": "text/plain"})
     assert text.headers["Content-Type"].startswith("text/plain")
     assert text.body == b"127.0.0.1:8000\n127.0.0.1:8000\n"
     assert call(api_url + "/instances?format=text", AUTH).body == text.body
+
+
+def test_instances_json_carries_each_fronts_port_and_the_text_form_stays_http() -> None:
+    lab = make(instances=2, openai_port=9000, anti_affinity=False, port_stride=10)
+    lab.ticks(2)
+    _type, body = instances_body(lab.controller.snapshot, as_text=False)
+    rows = json.loads(body)["instances"]
+    assert [(r["http_port"], r["openai_port"]) for r in rows] == [(8000, 9000), (8010, 9010)]
+    _type, text = instances_body(lab.controller.snapshot, as_text=True)
+    assert text == b"127.0.0.1:8000\n127.0.0.1:8010\n"  # the seeds' form: Triton's endpoints
 
 
 def test_metrics_parse_and_carry_the_seeds_names(api_url: str) -> None:

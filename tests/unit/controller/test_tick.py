@@ -7,6 +7,7 @@ holds, the scaling decision and its RM action, the decommission accepted or refu
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -382,6 +383,23 @@ def test_views_and_registrations(
     assert plan.state.tracked["c-0"].was_ready is ready
     assert plan.state.tracked["c-0"].models == ("m",)
     assert ("c-0" in plan.state.serving) == (state == "READY")
+
+
+@pytest.mark.parametrize(
+    ("openai_port", "record"),
+    [(None, {}), (9010, {"openai_port": 9010})],
+    ids=["no front: no key", "the front's port"],
+)
+def test_the_znode_carries_the_openai_port_where_a_front_runs(
+    openai_port: int | None, record: dict[str, int]
+) -> None:
+    front = replace(container(0), openai_port=openai_port)
+    start, seen = world((front, Tracked(), Scrape(True, None, ("m",))))
+    plan = plan_tick(start, seen, (), NOW, POLICY)
+    data = json.loads(plan.registrations["c-0"])
+    assert {key: data[key] for key in data if key.startswith("openai")} == record
+    assert (data["ip"], data["http_port"]) == ("127.0.0.1", 8000)  # /v2's entry as before
+    assert plan.views[0].openai_port == openai_port
 
 
 def test_a_container_that_is_gone_is_forgotten() -> None:
