@@ -26,7 +26,7 @@ from tarn.activator.hold import Activator, Limits, metrics_text
 from tarn.activator.messages import BadRequest, answer, read_request
 from tarn.errors import ConfigError
 from tarn.haproxy.command import SourceOptions, add_source_arguments, source_options, watcher_for
-from tarn.haproxy.sources import ZooKeeperSource
+from tarn.haproxy.sources import ZooKeeperSource, http_endpoints
 
 log = logging.getLogger("tarn.activator")
 DEFAULTS = Limits()
@@ -143,7 +143,7 @@ def activator_command(args: argparse.Namespace, environ: Mapping[str, str]) -> i
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     watcher, zookeeper = watcher_for(source)
     reporter = Reporter(demand_sender(source, zookeeper))
-    activator = Activator(watcher.current, reporter.update, limits)
+    activator = Activator(lambda: http_endpoints(watcher.current()), reporter.update, limits)
     if zookeeper is not None:
         zookeeper.start()
     watcher.start()

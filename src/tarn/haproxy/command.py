@@ -1,8 +1,12 @@
 """`tarn haproxy-sync`: keep an HAProxy backend's slots equal to the Triton instances.
 
     tarn haproxy-sync --socket /var/run/haproxy.sock --backend triton_backend \\
+        [--openai-backend openai_backend] \\
         (--zk-ensemble H:P[,H:P…] [--zk-path /services/triton/instances]
          | --controller-url http://host:8888 [--interval 30] [--token-file F])
+
+With --openai-backend, a second backend's slots follow the instances' OpenAI fronts (their
+``openai_port``), from the same source in the same rounds.
 
 ZooKeeper is the default source when --zk-ensemble is given; --controller-url polls the
 controller's /instances like the seeds' update script. The token (controller only) comes from
@@ -25,7 +29,7 @@ from urllib.parse import urlsplit
 
 from tarn.errors import ConfigError
 from tarn.haproxy.runtime import RuntimeApi
-from tarn.haproxy.sources import ControllerSource, Watcher, ZooKeeperSource
+from tarn.haproxy.sources import ControllerSource, Watcher, ZooKeeperSource, front_endpoints
 from tarn.haproxy.sync import BackendSync, run
 from tarn.stdlib.api_token import Secret
 
@@ -55,12 +59,16 @@ class SyncOptions:
     backend: str
     source: SourceOptions
     repair_interval: float = 1.0
+    openai_backend: str | None = None  # the backend of the OpenAI fronts, when HAProxy has one
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     haproxy = parser.add_argument_group("HAProxy")
     haproxy.add_argument("--socket", default="/var/run/haproxy.sock", help="stats socket (level admin)")
     haproxy.add_argument("--backend", default="triton_backend", help="backend holding the slots")
+    haproxy.add_argument(
+        "--openai-backend", help="backend whose slots follow the instances' OpenAI fronts (default: none)"
+    )
     haproxy.add_argument(
         "--repair-interval", type=float, default=1.0, help="seconds between checks of HAProxy (default 1)"
     )
@@ -82,13 +90,29 @@ def options_from(args: argparse.Namespace, environ: Mapping[str, str]) -> SyncOp
     source = source_options(args, environ)
     if not _BACKEND.fullmatch(args.backend):
         raise ConfigError(f"--backend: {args.backend!r} is not an HAProxy backend name")
+    if args.openai_backend is not None and not _BACKEND.fullmatch(args.openai_backend):
+        raise ConfigError(f"--openai-backend: {args.openai_backend!r} is not an HAProxy backend name")
+    if args.openai_backend == args.backend:
+        raise ConfigError("--openai-backend: is --backend; give the OpenAI fronts a backend of their own")
     if not args.socket.startswith("/"):
         raise ConfigError(f"--socket: {args.socket!r} is not an absolute path")
     if not 0 < args.repair_interval <= 3600:
         raise ConfigError(f"--repair-interval: {args.repair_interval} is not between 0 and 3600 seconds")
     return SyncOptions(
-        socket=args.socket, backend=args.backend, source=source, repair_interval=args.repair_interval
+        socket=args.socket,
+        backend=args.backend,
+        source=source,
+        repair_interval=args.repair_interval,
+        openai_backend=args.openai_backend,
     )
+
+
+def backend_syncs(options: SyncOptions, api: RuntimeApi) -> list[BackendSync]:
+    """The backends the sync keeps: Triton's, then the OpenAI fronts' when configured."""
+    syncs = [BackendSync(api, options.backend)]
+    if options.openai_backend is not None:
+        syncs.append(BackendSync(api, options.openai_backend, front_endpoints))
+    return syncs
 
 
 def source_options(args: argparse.Namespace, environ: Mapping[str, str]) -> SourceOptions:
@@ -170,14 +194,18 @@ def haproxy_sync(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    syncs = backend_syncs(options, RuntimeApi(options.socket))
     logging.getLogger("tarn.haproxy").info(
-        "syncing backend %s on %s every %s s", options.backend, options.socket, options.repair_interval
+        "syncing backend %s on %s every %s s",
+        " and ".join(sync.backend for sync in syncs),
+        options.socket,
+        options.repair_interval,
     )
     if zookeeper is not None:
         zookeeper.start()
     watcher.start()
     try:
-        run(watcher, BackendSync(RuntimeApi(options.socket), options.backend), stop, options.repair_interval)
+        run(watcher, syncs, stop, options.repair_interval)
     finally:
         watcher.stop()
         if zookeeper is not None:

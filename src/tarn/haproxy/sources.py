@@ -1,10 +1,15 @@
 """Where `tarn haproxy-sync` learns the wanted instances (docs/discovery.md has both contracts).
 
 * ZooKeeper (the default, push): a watch on the children of ``--zk-path``; each child's JSON
-  gives ``ip`` and ``http_port``. Every change of the children, and every reconnection, starts
-  a fresh read of the whole set (plus a slow periodic read, in case a watch was missed).
-* The controller (the seeds' way, pull): ``GET <url>/instances?format=text`` every
-  ``--interval`` seconds with the token in ``X-TARN-Token``; one ``ip:port`` line per instance.
+  gives ``ip``, ``http_port`` and, where the instance runs the OpenAI front, ``openai_port``.
+  Every change of the children, and every reconnection, starts a fresh read of the whole set
+  (plus a slow periodic read, in case a watch was missed).
+* The controller (the seeds' way, pull): ``GET <url>/instances`` every ``--interval`` seconds
+  with the token in ``X-TARN-Token``, in JSON (the registered instances' ``ip``, ``http_port``
+  and ``openai_port``); a server that answers the seeds' text form (one ``ip:port`` line per
+  instance) is understood too, without fronts.
+
+Both give :class:`Instance` values: Triton's endpoint and, where there is one, the front's port.
 
 A source that cannot be read never empties the backend: :class:`LastGoodSet` keeps the last set
 read successfully and says once that it does so. Before the first good read the set is unknown
@@ -28,7 +33,51 @@ from tarn.stdlib.api_token import Secret
 
 LOG = logging.getLogger("tarn.haproxy")
 
-Fetch = Callable[[], frozenset[Endpoint]]
+
+@dataclass(frozen=True, order=True)
+class Instance:
+    """One instance as discovery announces it: Triton's HTTP endpoint, and its OpenAI front's
+    port on the same address where it runs one (docs/discovery.md)."""
+
+    http: Endpoint
+    openai_port: int = 0  # 0: no front
+
+    @property
+    def openai(self) -> Endpoint | None:
+        return Endpoint(self.http.ip, self.openai_port) if self.openai_port else None
+
+    def __str__(self) -> str:
+        return f"{self.http} (/v1 on {self.openai_port})" if self.openai_port else str(self.http)
+
+
+Instances = frozenset[Instance]
+Fetch = Callable[[], Instances]
+
+
+def instance(ip: object, http_port: object, openai_port: object = None) -> Instance:
+    """An Instance from untrusted values (a znode, an HTTP reply); ValueError when one is not valid.
+    ``openai_port`` None: the instance runs no front."""
+    http = endpoint(ip, http_port)
+    if openai_port is None:
+        return Instance(http)
+    if isinstance(openai_port, bool) or not isinstance(openai_port, int):
+        raise ValueError(f"openai_port {openai_port!r} is not a port number")
+    return Instance(http, endpoint(http.ip, openai_port).port)
+
+
+def triton_endpoints(instances: Instances) -> frozenset[Endpoint]:
+    """Where ``/v2`` (and everything but ``/v1``) goes: every instance's Triton."""
+    return frozenset(i.http for i in instances)
+
+
+def front_endpoints(instances: Instances) -> frozenset[Endpoint]:
+    """Where ``/v1`` goes: the OpenAI fronts of the instances that run one."""
+    return frozenset(i.openai for i in instances if i.openai is not None)
+
+
+def http_endpoints(instances: Instances | None) -> frozenset[Endpoint] | None:
+    """Triton's endpoints of a known set; None while the set is unknown (the activator's view)."""
+    return None if instances is None else triton_endpoints(instances)
 
 
 class SourceError(TarnError):
@@ -38,8 +87,8 @@ class SourceError(TarnError):
 # ---- the last good set
 
 
-def describe(endpoints: Iterable[Endpoint]) -> str:
-    listed = sorted(endpoints)
+def describe(endpoints: Iterable[Endpoint] | Iterable[Instance]) -> str:
+    listed: list[Endpoint | Instance] = sorted(endpoints)
     return ", ".join(map(str, listed)) if listed else "none"
 
 
@@ -52,10 +101,10 @@ class LastGoodSet:
     """
 
     source: str  # for log lines: never carries a token
-    endpoints: frozenset[Endpoint] | None = None
+    endpoints: Instances | None = None
     failing: bool = False
 
-    def succeeded(self, endpoints: frozenset[Endpoint]) -> list[str]:
+    def succeeded(self, endpoints: Instances) -> list[str]:
         notes = [f"{self.source} answers again"] if self.failing else []
         if endpoints != self.endpoints:
             notes.append(
@@ -75,7 +124,7 @@ class LastGoodSet:
         return [f"{self.source} unavailable ({reason}): {kept}"]
 
 
-def _delta(before: frozenset[Endpoint] | None, after: frozenset[Endpoint]) -> str:
+def _delta(before: Instances | None, after: Instances) -> str:
     if before is None:
         return ""
     added, removed = after - before, before - after
@@ -86,24 +135,28 @@ def _delta(before: frozenset[Endpoint] | None, after: frozenset[Endpoint]) -> st
 # ---- the controller's /instances
 
 
-def parse_instances_text(text: str) -> frozenset[Endpoint]:
-    """The text form of /instances: one ``ip:port`` per line; SourceError on any other line."""
+def parse_instances_text(text: str) -> Instances:
+    """The text form of /instances: one ``ip:port`` per line (Triton's; no fronts); SourceError on
+    any other line."""
     found = set()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
-            found.add(parse_endpoint(line))
+            found.add(Instance(parse_endpoint(line)))
         except ValueError as exc:
             raise SourceError(f"/instances line {number} is not ip:port: {exc}") from exc
     return frozenset(found)
 
 
-def parse_instances_json(document: Any) -> frozenset[Endpoint]:
-    """The JSON form of /instances: the registered instances' ``ip`` and ``http_port``."""
+def parse_instances_json(document: Any) -> Instances:
+    """The JSON form of /instances: the registered instances' ``ip``, ``http_port`` and
+    ``openai_port`` (where they run a front)."""
     try:
         rows = document["instances"]
-        return frozenset(endpoint(r["ip"], r["http_port"]) for r in rows if r.get("registered", True))
+        return frozenset(
+            instance(r["ip"], r["http_port"], r.get("openai_port")) for r in rows if r.get("registered", True)
+        )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise SourceError(f"/instances JSON without ip and http_port: {exc!r}") from exc
 
@@ -120,14 +173,12 @@ class ControllerSource:
     def __str__(self) -> str:
         return f"the controller at {self.url}"
 
-    def fetch(self) -> frozenset[Endpoint]:
-        headers = {"Accept": "text/plain"}
+    def fetch(self) -> Instances:
+        headers = {"Accept": "application/json"}
         if self.token is not None:
             headers["X-TARN-Token"] = self.token.reveal()
         try:
-            reply = self.session.get(
-                f"{self.url}/instances", params={"format": "text"}, headers=headers, timeout=self.timeout
-            )
+            reply = self.session.get(f"{self.url}/instances", headers=headers, timeout=self.timeout)
         except requests.RequestException as exc:
             raise SourceError(type(exc).__name__) from exc
         if reply.status_code in (401, 403):
@@ -145,12 +196,12 @@ class ControllerSource:
 # ---- ZooKeeper
 
 
-def parse_znode(data: bytes) -> Endpoint:
-    """An instance znode's JSON (docs/discovery.md) as its HTTP endpoint; unknown keys ignored."""
+def parse_znode(data: bytes) -> Instance:
+    """An instance znode's JSON (docs/discovery.md) as an Instance; unknown keys ignored."""
     try:
         document = json.loads(data.decode())
-        return endpoint(document["ip"], document["http_port"])
-    except (ValueError, KeyError, TypeError) as exc:
+        return instance(document["ip"], document["http_port"], document.get("openai_port"))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SourceError(f"not an instance znode: {exc!r}") from exc
 
 
@@ -189,7 +240,7 @@ class ZooKeeperSource:
     def _watch_fired(self, event: object) -> None:
         self.on_change()
 
-    def fetch(self) -> frozenset[Endpoint]:
+    def fetch(self) -> Instances:
         from kazoo.exceptions import NoNodeError
 
         if not self.client.connected:
@@ -248,7 +299,7 @@ class Watcher:
         self._thread = threading.Thread(target=self._run, name="tarn-source", daemon=True)
         self.changed = threading.Event()
 
-    def current(self) -> frozenset[Endpoint] | None:
+    def current(self) -> Instances | None:
         with self._lock:
             return self._known.endpoints
 

@@ -1,22 +1,25 @@
 """The sync loop: observe HAProxy's slots, decide (tarn.haproxy.plan), act on the Runtime API.
 
-It runs at every change the source reports and at least every ``repair_interval`` seconds
-(default 1 s): that tick finishes drains (DRAIN -> MAINT once idle) and repairs HAProxy after a
-reload or restart, which resets every server to the configuration (all slots in maintenance).
-HAProxy being away (socket missing or refusing) is logged once and retried at every tick.
+One source feeds every backend the sync keeps: the Triton backend follows each instance's Triton
+(``triton_endpoints``), the OpenAI backend, when there is one, each instance's front
+(``front_endpoints``). It runs at every change the source reports and at least every
+``repair_interval`` seconds (default 1 s): that tick finishes drains (DRAIN -> MAINT once idle)
+and repairs HAProxy after a reload or restart, which resets every server to the configuration
+(all slots in maintenance). HAProxy being away (socket missing or refusing) is logged once and
+retried at every tick.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from tarn.haproxy.plan import Command, Endpoint, Plan, SetAddress, plan
 from tarn.haproxy.runtime import HaproxyUnavailable, RuntimeApi, RuntimeApiError
-from tarn.haproxy.sources import describe
+from tarn.haproxy.sources import Instances, describe, triton_endpoints
 
 LOG = logging.getLogger("tarn.haproxy")
 
@@ -45,13 +48,21 @@ class Reporter:
             LOG.info("%s", message)
 
 
+Select = Callable[[Instances], frozenset[Endpoint]]
+
+
 @dataclass
 class BackendSync:
-    """Makes one HAProxy backend's slots serve a set of endpoints."""
+    """Makes one HAProxy backend's slots serve a set of endpoints: ``select``'s of the instances."""
 
     api: RuntimeApi
     backend: str
+    select: Select = triton_endpoints
     reporter: Reporter = field(default_factory=Reporter)
+
+    def follow(self, instances: Instances) -> Plan | None:
+        """One round for the instances the source knows (see :meth:`reconcile`)."""
+        return self.reconcile(self.select(instances))
 
     def reconcile(self, wanted: frozenset[Endpoint]) -> Plan | None:
         """One observe-decide-act round; None when HAProxy could not be read or refused a command."""
@@ -88,21 +99,23 @@ class Source(Protocol):
 
     changed: threading.Event
 
-    def current(self) -> frozenset[Endpoint] | None: ...
+    def current(self) -> Instances | None: ...
 
 
 def run(
     source: Source,
-    sync: BackendSync,
+    syncs: Sequence[BackendSync],
     stop: threading.Event,
     repair_interval: float = 1.0,
     on_round: Callable[[Plan | None], None] | None = None,
 ) -> None:
-    """Reconcile at each change and every ``repair_interval`` seconds until ``stop`` is set."""
+    """Reconcile every backend at each change and every ``repair_interval`` seconds until ``stop``
+    is set. ``on_round``: each backend's result, in order."""
     while not stop.is_set():
         source.changed.clear()
         wanted = source.current()
-        result = sync.reconcile(wanted) if wanted is not None else None
-        if on_round is not None:
-            on_round(result)
+        for sync in syncs:
+            result = sync.follow(wanted) if wanted is not None else None
+            if on_round is not None:
+                on_round(result)
         source.changed.wait(repair_interval)

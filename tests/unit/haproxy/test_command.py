@@ -9,6 +9,7 @@ import pytest
 
 from tarn.errors import ConfigError
 from tarn.haproxy import command
+from tarn.haproxy.runtime import RuntimeApi
 
 
 def namespace(**given: object) -> argparse.Namespace:
@@ -34,6 +35,8 @@ def namespace(**given: object) -> argparse.Namespace:
         ({"zk_ensemble": "zk:2181", "backend": "a b"}, "--backend"),
         ({"zk_ensemble": "zk:2181", "socket": "haproxy.sock"}, "--socket"),
         ({"zk_ensemble": "zk:2181", "repair_interval": -1.0}, "--repair-interval"),
+        ({"zk_ensemble": "zk:2181", "openai_backend": "v1 backend"}, "--openai-backend"),
+        ({"zk_ensemble": "zk:2181", "openai_backend": "triton_backend"}, "--openai-backend"),
     ],
 )
 def test_bad_options_name_the_flag(given: dict[str, object], flag: str) -> None:
@@ -65,3 +68,16 @@ def test_zookeeper_options() -> None:
         "/services/triton/instances",
         None,
     )
+
+
+def test_the_openai_backend_is_synced_beside_tritons() -> None:
+    api = RuntimeApi("/run/haproxy.sock")
+    alone = command.options_from(namespace(zk_ensemble="zk:2181"), {})
+    assert [(s.backend, s.select.__name__) for s in command.backend_syncs(alone, api)] == [
+        ("triton_backend", "triton_endpoints")
+    ]
+    both = command.options_from(namespace(zk_ensemble="zk:2181", openai_backend="openai_backend"), {})
+    assert [(s.backend, s.select.__name__) for s in command.backend_syncs(both, api)] == [
+        ("triton_backend", "triton_endpoints"),
+        ("openai_backend", "front_endpoints"),
+    ]

@@ -1,25 +1,37 @@
-"""Sources of instances: parsing both contracts, and the last good set kept through outages."""
+"""Sources of instances: parsing both contracts (the OpenAI front's port where an instance runs
+one), the controller asked for JSON, and the last good set kept through outages."""
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tarn.haproxy.plan import Endpoint, parse_endpoint
 from tarn.haproxy.sources import (
+    ControllerSource,
+    Instance,
+    Instances,
     LastGoodSet,
     SourceError,
     Watcher,
+    front_endpoints,
+    http_endpoints,
     parse_instances_json,
     parse_instances_text,
     parse_znode,
+    triton_endpoints,
 )
+from tarn.stdlib.api_token import Secret
+from tests.support.loopback import QuietHandler, reply_json, reply_text, serve, url
 
 
-def eps(*texts: str) -> frozenset[Endpoint]:
-    return frozenset(parse_endpoint(t) for t in texts)
+def eps(*texts: str) -> Instances:
+    """Instances without a front, by their Triton endpoints."""
+    return frozenset(Instance(parse_endpoint(t)) for t in texts)
 
 
 # ---- the last good set
@@ -75,10 +87,10 @@ def test_recovery_is_announced_then_the_new_set() -> None:
 class Scripted:
     """A fetch that answers from a script: a set, or an exception to raise."""
 
-    def __init__(self, *answers: frozenset[Endpoint] | Exception) -> None:
+    def __init__(self, *answers: Instances | Exception) -> None:
         self.answers = list(answers)
 
-    def __call__(self) -> frozenset[Endpoint]:
+    def __call__(self) -> Instances:
         answer = self.answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -164,6 +176,77 @@ def test_instances_json_takes_registered_instances() -> None:
     assert parse_instances_json(document) == eps("10.89.42.11:8000")
 
 
+def test_instances_json_carries_the_fronts() -> None:
+    document = {
+        "instances": [
+            {"ip": "10.89.42.11", "http_port": 8000, "openai_port": 9000, "registered": True},
+            {"ip": "10.89.42.12", "http_port": 8010, "registered": True},
+        ]
+    }
+    found = parse_instances_json(document)
+    assert triton_endpoints(found) == {Endpoint("10.89.42.11", 8000), Endpoint("10.89.42.12", 8010)}
+    assert front_endpoints(found) == {Endpoint("10.89.42.11", 9000)}
+
+
+@pytest.mark.parametrize(
+    ("instances", "triton", "fronts"),
+    [
+        (frozenset(), set(), set()),
+        (eps("10.0.0.1:8000"), {"10.0.0.1:8000"}, set()),
+        (
+            frozenset(
+                {Instance(Endpoint("10.0.0.1", 8000), 9000), Instance(Endpoint("10.0.0.2", 8010), 9010)}
+            ),
+            {"10.0.0.1:8000", "10.0.0.2:8010"},
+            {"10.0.0.1:9000", "10.0.0.2:9010"},
+        ),
+        (
+            frozenset({Instance(Endpoint("10.0.0.1", 8000), 9000), Instance(Endpoint("10.0.0.2", 8000))}),
+            {"10.0.0.1:8000", "10.0.0.2:8000"},
+            {"10.0.0.1:9000"},
+        ),
+    ],
+    ids=["none", "no front", "every instance with a front", "a front on one of two"],
+)
+def test_each_backend_gets_its_endpoints(instances: Instances, triton: set[str], fronts: set[str]) -> None:
+    assert {str(e) for e in triton_endpoints(instances)} == triton
+    assert {str(e) for e in front_endpoints(instances)} == fronts
+    assert http_endpoints(instances) == triton_endpoints(instances)
+    assert http_endpoints(None) is None  # unknown stays unknown for the activator
+
+
+@pytest.fixture
+def controller() -> Iterator[dict[str, Any]]:
+    """A stand-in controller's /instances: answers JSON or the seeds' text, records the headers."""
+    seen: dict[str, Any] = {"form": "json", "headers": []}
+
+    class Handler(QuietHandler):
+        def do_GET(self) -> None:
+            seen["headers"].append(dict(self.headers))
+            seen["path"] = self.path
+            if seen["form"] == "json":
+                rows = [{"ip": "10.0.0.1", "http_port": 8000, "openai_port": 9000, "registered": True}]
+                reply_json(self, 200, {"service": "tarn", "target": 1, "instances": rows})
+            else:
+                reply_text(self, 200, "10.0.0.1:8000\n")
+
+    server = serve(Handler)
+    seen["url"] = url(server)
+    yield seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_controller_is_asked_for_json_which_carries_the_fronts(controller: dict[str, Any]) -> None:
+    source = ControllerSource(controller["url"], Secret("tok-1"))
+    assert source.fetch() == {Instance(Endpoint("10.0.0.1", 8000), 9000)}
+    assert controller["path"] == "/instances"
+    assert controller["headers"][-1]["Accept"] == "application/json"
+    assert controller["headers"][-1]["X-TARN-Token"] == "tok-1"
+    controller["form"] = "text"  # a server that answers the seeds' form: Triton's endpoints only
+    assert source.fetch() == eps("10.0.0.1:8000")
+
+
 def test_instances_json_rejects_other_documents() -> None:
     with pytest.raises(SourceError):
         parse_instances_json({"instances": [{"host": "worker1"}]})
@@ -185,7 +268,15 @@ ZNODE = {
 
 
 def test_znode_gives_ip_and_http_port() -> None:
-    assert parse_znode(json.dumps(ZNODE).encode()) == Endpoint("10.89.42.11", 8000)
+    assert parse_znode(json.dumps(ZNODE).encode()) == Instance(Endpoint("10.89.42.11", 8000))
+
+
+def test_znode_of_an_instance_with_a_front() -> None:
+    found = parse_znode(json.dumps({**ZNODE, "openai_port": 9000}).encode())
+    assert found == Instance(Endpoint("10.89.42.11", 8000), 9000)
+    assert found.openai == Endpoint("10.89.42.11", 9000)
+    assert str(found) == "10.89.42.11:8000 (/v1 on 9000)"
+    assert Instance(Endpoint("10.89.42.11", 8000)).openai is None
 
 
 @pytest.mark.parametrize(
@@ -196,6 +287,10 @@ def test_znode_gives_ip_and_http_port() -> None:
         b"[]",
         json.dumps({"host": "worker1", "http_port": 8000}).encode(),
         json.dumps({**ZNODE, "ip": "worker1"}).encode(),
+        json.dumps({**ZNODE, "openai_port": 0}).encode(),
+        json.dumps({**ZNODE, "openai_port": 70000}).encode(),
+        json.dumps({**ZNODE, "openai_port": "9000"}).encode(),
+        json.dumps({**ZNODE, "openai_port": True}).encode(),
         b"\xff",
     ],
 )

@@ -1,15 +1,17 @@
 """One sync round (tarn.haproxy.sync) over a fake Runtime API: the plan applied, an overflow
-reported once, HAProxy away and back."""
+reported once, HAProxy away and back; the Triton and OpenAI backends from one source."""
 
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 
-from tarn.haproxy.plan import AdminState, Command, Endpoint, Slot
+from tarn.haproxy.plan import AdminState, Command, Endpoint, SetAddress, Slot
 from tarn.haproxy.runtime import HaproxyUnavailable, RuntimeApi
-from tarn.haproxy.sync import BackendSync
+from tarn.haproxy.sources import Instance, Instances, front_endpoints
+from tarn.haproxy.sync import BackendSync, run
 
 PLACEHOLDER_IP = "0.0.0.0"  # noqa: S104 - the cfg's address of a free slot, nothing binds it
 
@@ -53,3 +55,42 @@ def test_round_survives_haproxy_away(caplog: pytest.LogCaptureFixture) -> None:
     messages = [r.getMessage() for r in caplog.records]
     assert sum("No such file" in m for m in messages) == 1
     assert messages[-1] == "HAProxy answers again on /run/fake.sock"
+
+
+class KnownSource:
+    """A source that knows one set and stops the loop after its first round."""
+
+    def __init__(self, instances: Instances | None, stop: threading.Event) -> None:
+        self.instances = instances
+        self.changed = threading.Event()
+        self.stop = stop
+
+    def current(self) -> Instances | None:
+        self.stop.set()
+        return self.instances
+
+
+def addresses(api: FakeApi) -> set[str]:
+    return {str(c.endpoint) for c in api.applied if isinstance(c, SetAddress)}
+
+
+def slots(prefix: str, port: int) -> list[Slot]:
+    return [Slot(f"{prefix}-{n}", Endpoint(PLACEHOLDER_IP, port), AdminState.MAINT) for n in (1, 2)]
+
+
+def test_one_round_fills_tritons_backend_and_the_fronts() -> None:
+    triton, fronts = FakeApi(slots("triton", 8000)), FakeApi(slots("openai", 9000))
+    syncs = [BackendSync(triton, "triton_backend"), BackendSync(fronts, "openai_backend", front_endpoints)]
+    instances = frozenset({Instance(Endpoint("10.0.0.1", 8000), 9000), Instance(Endpoint("10.0.0.2", 8010))})
+    stop = threading.Event()
+    run(KnownSource(instances, stop), syncs, stop, repair_interval=0.01)
+    assert addresses(triton) == {"10.0.0.1:8000", "10.0.0.2:8010"}  # /v2: every instance
+    assert addresses(fronts) == {"10.0.0.1:9000"}  # /v1: the instances that run a front
+
+
+def test_an_unknown_set_leaves_every_backend_alone() -> None:
+    triton, fronts = FakeApi(slots("triton", 8000)), FakeApi(slots("openai", 9000))
+    syncs = [BackendSync(triton, "triton_backend"), BackendSync(fronts, "openai_backend", front_endpoints)]
+    stop = threading.Event()
+    run(KnownSource(None, stop), syncs, stop, repair_interval=0.01)
+    assert triton.applied == fronts.applied == []
