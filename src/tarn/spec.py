@@ -82,6 +82,8 @@ TRITON_READY_PATH = "/v2/health/ready"
 # Mounted read-only into Docker containers (_node_files).
 ACCOUNT_FILES = ("/etc/passwd", "/etc/group")
 KRB5_CONF = "/etc/krb5.conf"
+HADOOP_CONF_ROOT = "/etc/hadoop"  # Bigtop's, ODP's and Cloudera's
+CA_CERTIFICATES = "/etc/ssl/certs"
 CONTROLLER_HEALTH_PATH = "/health"
 # How often the service AM probes readiness (Hadoop's default is 30 s): an instance starts
 # taking traffic seconds, not half a minute, after Triton is ready.
@@ -366,10 +368,13 @@ def _static(src: str, dest: str) -> JSON:
 
 
 def _node_files(config: TarnConfig) -> tuple[str, ...]:
-    """Files of the node a Docker container reads: the accounts (YARN runs the container as a user of
-    the node, by uid), and on a secure cluster Kerberos' settings and the service's keytab, at the
-    same paths as on the node (the yarn_nodemanager role allows all of them as read-only mounts)."""
-    files: tuple[str, ...] = ACCOUNT_FILES
+    """Files of the node a Docker container reads, at the same paths as on the node (the
+    yarn_nodemanager role allows each as a read-only mount): the accounts (YARN runs the container
+    as a user of the node, by uid), the Hadoop client configuration ($HADOOP_CONF_DIR, which YARN
+    passes on, is below it: fs.defaultFS, the NameNode's addresses), the node's CA certificates
+    (HTTPS to the NameNode and the ResourceManager), and on a secure cluster Kerberos' settings and
+    the service's keytab."""
+    files: tuple[str, ...] = (*ACCOUNT_FILES, HADOOP_CONF_ROOT, CA_CERTIFICATES)
     if config.service_principal:
         files += (KRB5_CONF, keytab_path(config.service_keytab or ""))
     return files

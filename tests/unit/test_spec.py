@@ -149,8 +149,11 @@ def test_privileged_bridge_and_delayed_removal() -> None:
 
 REPO_MOUNT = "/mnt/nfs/models:/mnt/nfs/models:ro"
 NFS_MOUNT = "/mnt/nfs:/mnt/nfs:ro"
-# YARN runs a Docker container as a user of the node, by uid: every container reads the node's accounts.
-ACCOUNTS = "/etc/passwd:/etc/passwd:ro,/etc/group:/etc/group:ro"
+# Every Docker container reads the node's accounts (YARN runs it as a user of the node, by uid), its
+# Hadoop client configuration and its CA certificates.
+ACCOUNTS = (
+    "/etc/passwd:/etc/passwd:ro,/etc/group:/etc/group:ro,/etc/hadoop:/etc/hadoop:ro,/etc/ssl/certs:/etc/ssl/certs:ro"
+)
 
 
 @pytest.mark.parametrize(

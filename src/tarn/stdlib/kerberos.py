@@ -92,11 +92,14 @@ _PROBLEMS: tuple[tuple[str, str], ...] = (
 
 def resolve_principal(principal: str, hostname: str | None = None) -> str:
     """``_HOST`` in the host part (``tarn/_HOST@REALM``) becomes the lower-cased fully qualified
-    host name, as Hadoop's SecurityUtil does; any other principal is returned as it is."""
+    host name, as Hadoop's SecurityUtil does; any other principal is returned as it is.
+
+    In a YARN container the host is the NodeManager's ($NM_HOST): a Docker container's own host
+    name is the one YARN gives it (``triton-0.<service>.<user>``), for which no keytab has keys."""
     match = re.fullmatch(r"([^/@]+)/_HOST(@.*)?", principal)
     if match is None:
         return principal
-    host = (hostname or socket.getfqdn()).lower()
+    host = (hostname or os.environ.get("NM_HOST") or socket.getfqdn()).lower()
     return f"{match.group(1)}/{host}{match.group(2) or ''}"
 
 
