@@ -151,8 +151,8 @@ REPO_MOUNT = "/mnt/nfs/models:/mnt/nfs/models:ro"
 NFS_MOUNT = "/mnt/nfs:/mnt/nfs:ro"
 # Every Docker container reads the node's accounts (YARN runs it as a user of the node, by uid), its
 # Hadoop client configuration and its CA certificates.
-ACCOUNTS = (
-    "/etc/passwd:/etc/passwd:ro,/etc/group:/etc/group:ro,/etc/hadoop:/etc/hadoop:ro,/etc/ssl/certs:/etc/ssl/certs:ro"
+ACCOUNTS = ",".join(
+    f"{path}:{path}:ro" for path in ("/etc/passwd", "/etc/group", "/etc/hadoop", "/etc/ssl/certs")
 )
 
 

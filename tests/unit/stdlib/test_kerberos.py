@@ -92,7 +92,9 @@ def test_resolve_principal_defaults_to_the_fully_qualified_name(monkeypatch: pyt
     )
 
 
-def test_resolve_principal_in_a_yarn_container_is_the_nodemanagers_host(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resolve_principal_in_a_yarn_container_is_the_nodemanagers_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A Docker container's host name is YARN's (triton-0.<service>.<user>): NM_HOST wins."""
     monkeypatch.setattr("socket.getfqdn", lambda: "triton-0.tarn-demo.tarn")
     monkeypatch.setenv("NM_HOST", "Worker2")
