@@ -101,7 +101,7 @@ def test_docker_runtime(name: str) -> None:
     assert env["YARN_CONTAINER_RUNTIME_TYPE"] == "docker"
     assert env["YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"] == IMAGE
     assert env["YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"] == "host"
-    assert env["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"] == f"/data:/data:ro,{ACCOUNTS}"
+    assert env["YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"] == f"/data:/data:ro,{NODE_FILES}"
     assert "YARN_CONTAINER_RUNTIME_DOCKER_RUN_PRIVILEGED_CONTAINER" not in env
 
 
@@ -151,7 +151,7 @@ REPO_MOUNT = "/mnt/nfs/models:/mnt/nfs/models:ro"
 NFS_MOUNT = "/mnt/nfs:/mnt/nfs:ro"
 # Every Docker container reads the node's accounts (YARN runs it as a user of the node, by uid), its
 # Hadoop client configuration and its CA certificates.
-ACCOUNTS = ",".join(
+NODE_FILES = ",".join(
     f"{path}:{path}:ro" for path in ("/etc/passwd", "/etc/group", "/etc/hadoop", "/etc/ssl/certs")
 )
 
@@ -159,12 +159,12 @@ ACCOUNTS = ",".join(
 @pytest.mark.parametrize(
     ("argv", "triton_mounts", "controller_mounts"),
     [
-        (["--model-repository", "/mnt/nfs/models"], f"{REPO_MOUNT},{ACCOUNTS}", f"{REPO_MOUNT},{ACCOUNTS}"),
+        (["--model-repository", "/mnt/nfs/models"], f"{REPO_MOUNT},{NODE_FILES}", f"{REPO_MOUNT},{NODE_FILES}"),
         (["--model-repository", "/mnt/nfs/models", "--docker-mounts", "/mnt/nfs:/mnt/nfs"],
-         f"{NFS_MOUNT},{ACCOUNTS}", f"{NFS_MOUNT},{ACCOUNTS}"),
+         f"{NFS_MOUNT},{NODE_FILES}", f"{NFS_MOUNT},{NODE_FILES}"),
         (["--secrets", "/etc/tarn/hf.jceks"],
-         f"/etc/tarn/hf.jceks:/etc/tarn/hf.jceks:ro,{ACCOUNTS}", ACCOUNTS),
-        ([], ACCOUNTS, ACCOUNTS),
+         f"/etc/tarn/hf.jceks:/etc/tarn/hf.jceks:ro,{NODE_FILES}", NODE_FILES),
+        ([], NODE_FILES, NODE_FILES),
     ],
     ids=["local-repository", "covered-by-explicit-mount", "local-secrets-triton-only", "hdfs-needs-no-mount"],
 )  # fmt: skip
@@ -181,12 +181,12 @@ def test_the_node_model_cache_is_mounted_read_write_for_staging() -> None:
     key = "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"
     cache = "/var/lib/tarn/model-cache"
     staged = spec_of("--model-cache-dir", cache)  # the default repository is hdfs://
-    assert component(staged, TRITON)["configuration"]["env"][key] == f"{ACCOUNTS},{cache}:{cache}:rw"
-    assert component(staged, CONTROLLER)["configuration"]["env"][key] == ACCOUNTS
+    assert component(staged, TRITON)["configuration"]["env"][key] == f"{NODE_FILES},{cache}:{cache}:rw"
+    assert component(staged, CONTROLLER)["configuration"]["env"][key] == NODE_FILES
     nfs = spec_of("--model-cache-dir", cache, "--model-repository", "/mnt/hdfs/models")
     assert (
         component(nfs, TRITON)["configuration"]["env"][key]
-        == f"/mnt/hdfs/models:/mnt/hdfs/models:ro,{ACCOUNTS}"
+        == f"/mnt/hdfs/models:/mnt/hdfs/models:ro,{NODE_FILES}"
     )
     assert f"--model-cache-dir {cache}" in component(staged, TRITON)["launch_command"]
 
