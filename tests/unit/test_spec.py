@@ -159,7 +159,8 @@ NODE_FILES = ",".join(
 @pytest.mark.parametrize(
     ("argv", "triton_mounts", "controller_mounts"),
     [
-        (["--model-repository", "/mnt/nfs/models"], f"{REPO_MOUNT},{NODE_FILES}", f"{REPO_MOUNT},{NODE_FILES}"),
+        (["--model-repository", "/mnt/nfs/models"],
+         f"{REPO_MOUNT},{NODE_FILES}", f"{REPO_MOUNT},{NODE_FILES}"),
         (["--model-repository", "/mnt/nfs/models", "--docker-mounts", "/mnt/nfs:/mnt/nfs"],
          f"{NFS_MOUNT},{NODE_FILES}", f"{NFS_MOUNT},{NODE_FILES}"),
         (["--secrets", "/etc/tarn/hf.jceks"],
