@@ -10,9 +10,16 @@ from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support.lab import LAB_MASTER, LAB_USER
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The chaos suite goes last: it restarts the cluster's daemons under the other tests' feet.
-    Tests marked ``before_chaos`` read what the others left (the daemons' logs) just before it."""
+    Tests marked ``before_chaos`` read what the others left (the daemons' logs) just before it.
+    Tests marked ``docker_lab`` are deselected (reported as such, never as passed) on a lab
+    without YARN's Docker runtime."""
+    if not lab_client.docker():
+        deselected = [item for item in items if item.get_closest_marker("docker_lab")]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if item not in deselected]
 
     def order(item: pytest.Item) -> int:
         if item.get_closest_marker("before_chaos"):

@@ -1,0 +1,90 @@
+"""YARN's Docker runtime on the lab (issue 34): the LinuxContainerExecutor, the lab's container-executor
+stand-in, a Docker engine on each worker and the lab's Triton image (TARN_LAB_DOCKER=true). Collected
+on such a lab only (conftest deselects them elsewhere); the rest of the suite runs its services
+there in Docker too (lab_client.runtime_args).
+
+- Each instance of a service is the Docker container YARN named after its container id, running
+  the lab's image, with tritonserver inside it running as the user YARN runs containers as (the
+  submitting user on the secure lab, the non-secure local user otherwise), and it infers.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from lab import lab_client
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support import ROOT
+from tests.support.lab import LAB_MASTER, LAB_USER, podman_exec, wait_for
+from tests.support.lab_service import CLUSTER, MODELS, ready_instances, tarn
+
+pytestmark = pytest.mark.docker_lab
+
+SERVICE = "tarn-e2e-docker"
+PORT = 8720
+MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-docker-models"
+CACHE = "/var/lib/tarn/model-cache"  # the yarn_nodemanager role's node cache
+ZK_PATH = "/services/tarn-e2e-docker/instances"  # not the edge's: HAProxy leaves these alone
+
+
+@pytest.fixture(scope="module")
+def instances(rm: ResourceManager, hdfs: WebHdfsClient) -> Iterator[list[dict[str, Any]]]:
+    tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+    hdfs.upload_tree(MODELS, MODELS_ON_HDFS)
+    try:
+        done = tarn(
+            "submit", "--service-name", SERVICE, "--user", LAB_USER, *lab_client.runtime_args(),
+            "--model-repository", f"hdfs://{MODELS_ON_HDFS}", "--model-cache-dir", CACHE,
+            "--port", str(PORT), "--grpc-port", str(PORT + 1), "--metrics-port", str(PORT + 2),
+            "--am-port", str(PORT + 3), "--min-instances", "2", "--max-instances", "2",
+            "--gpus-per-instance", "1", "--memory-mb", "768", "--vcores", "1",
+            "--controller-memory-mb", "512",
+            "--zk-ensemble", f"{LAB_MASTER}:2181", "--zk-path", ZK_PATH, *CLUSTER,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        yield wait_for(lambda: ready_instances(rm, SERVICE, 2), 300, f"2 ready instances of {SERVICE}")
+    finally:
+        tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+        hdfs.delete(MODELS_ON_HDFS, recursive=True)
+
+
+def container_user() -> str:
+    """Who YARN's LinuxContainerExecutor runs containers as (inventories/lab)."""
+    return LAB_USER if lab_client.secure() else "nobody"
+
+
+def docker(worker: str, *args: str) -> str:
+    done = podman_exec(worker, "docker", *args)
+    assert done.returncode == 0, f"docker {' '.join(args)} on {worker}: {done.stderr}"
+    return done.stdout
+
+
+def test_each_instance_is_the_docker_container_yarn_named_with_tritonserver_as_the_user(
+    instances: list[dict[str, Any]],
+) -> None:
+    user = container_user()
+    for row in instances:
+        worker = f"tarn-lab-{row['host'].split('.')[0]}"
+        uid = podman_exec(worker, "id", "-u", user).stdout.strip()
+        inspected = json.loads(docker(worker, "inspect", row["container"]))[0]
+        assert inspected["State"]["Running"], inspected["State"]
+        assert inspected["Config"]["Image"] == lab_client.TRITON_IMAGE
+        assert inspected["Config"]["User"].split(":")[0] == uid
+        top = docker(worker, "top", row["container"], "-eo", "user,args").splitlines()
+        tritons = [line for line in top if "/bin/tritonserver " in line]
+        print(f"\n[docker] {row['container']} on {worker}: {len(top) - 1} processes; {tritons}")
+        assert tritons, f"no tritonserver in {row['container']}: {top}"
+        assert all(line.split()[0] in (user, uid) for line in tritons)
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "client.py"), "--url", f"{row['host']}:{PORT}",
+             "--protocol", "http", "--wait", "60"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, f"{row['host']}:{PORT}: {done.stdout}{done.stderr}"
