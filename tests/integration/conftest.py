@@ -3,27 +3,23 @@ the HAProxy harness (tests/support/haproxy.py) with the zipapp and the haproxy r
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tarn import payload
-from tests.support import ROOT
 from tests.support.haproxy import (
     CONTROLLER,
     INSTANCES,
-    STATE_FILE,
     Bench,
     ControllerState,
     Namespace,
     TritonStandIn,
     controller_handler,
+    render_role_cfg,
 )
 from tests.support.ranger_admin import SERVICE, Standin, service_def, start, stop
 
@@ -86,54 +82,4 @@ def bench(tmp_path: Path, zipapp: Path) -> Iterator[Bench]:
 @pytest.fixture(scope="module")
 def role_cfg(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The haproxy role's haproxy.cfg, rendered by Ansible from the role's defaults and vars."""
-    out = tmp_path_factory.mktemp("role") / "haproxy.cfg"
-    role = ROOT / "roles" / "haproxy"
-    playbook = out.parent / "render.yml"
-    playbook.write_text(
-        json.dumps(
-            [
-                {
-                    "name": "Render the haproxy role's configuration",
-                    "hosts": "localhost",
-                    "connection": "local",
-                    "gather_facts": False,
-                    "vars_files": [str(role / "defaults" / "main.yml"), str(role / "vars" / "main.yml")],
-                    "tasks": [
-                        {
-                            "name": "haproxy.cfg",
-                            "ansible.builtin.template": {
-                                "src": str(role / "templates" / "haproxy.cfg.j2"),
-                                "dest": str(out),
-                                "mode": "0644",
-                            },
-                        },
-                        {
-                            "name": "the server-state saver",
-                            "ansible.builtin.template": {
-                                "src": str(role / "templates" / "tarn-haproxy-save-state.j2"),
-                                "dest": str(out.parent / "save-state"),
-                                "mode": "0755",
-                            },
-                        },
-                    ],
-                }
-            ]
-        )
-    )
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
-    done = subprocess.run(
-        [
-            "ansible-playbook",
-            *("-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}"),
-            *("-e", "haproxy_slots=6", "-e", f"haproxy_server_state_file={STATE_FILE}", str(playbook)),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    checked = subprocess.run(["haproxy", "-c", "-f", str(out)], capture_output=True, text=True, check=False)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    return out
+    return render_role_cfg(tmp_path_factory.mktemp("role"), haproxy_slots="6")

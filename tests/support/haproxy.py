@@ -348,3 +348,51 @@ def start_zookeeper(bench: Bench, path: str = "/services/triton/instances") -> Z
     )
     bench.ns.processes.append(registrar)  # type: ignore[arg-type]
     return ZooKeeper(ensemble, path, zk_main, zookeeper, registrar)
+
+
+def render_role_cfg(directory: Path, **variables: str) -> Path:
+    """The haproxy role's haproxy.cfg (and its server-state saver, beside it) rendered into
+    ``directory`` by Ansible from the role's defaults and vars, with the state file in the
+    namespace's /run and ``variables`` (``-e``); checked with ``haproxy -c``."""
+    out = directory / "haproxy.cfg"
+    role = ROOT / "roles" / "haproxy"
+    playbook = directory / "render.yml"
+    templates = {"haproxy.cfg.j2": out, "tarn-haproxy-save-state.j2": directory / "save-state"}
+    play = {
+        "name": "Render the haproxy role's configuration",
+        "hosts": "localhost",
+        "connection": "local",
+        "gather_facts": False,
+        "vars_files": [str(role / "defaults" / "main.yml"), str(role / "vars" / "main.yml")],
+        "tasks": [
+            {
+                "name": source,
+                "ansible.builtin.template": {
+                    "src": str(role / "templates" / source),
+                    "dest": str(dest),
+                    "mode": "0755" if dest.name == "save-state" else "0644",
+                },
+            }
+            for source, dest in templates.items()
+        ],
+    }
+    playbook.write_text(json.dumps([play]))
+    extra = {"haproxy_server_state_file": STATE_FILE, **variables}
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    done = subprocess.run(
+        [
+            "ansible-playbook",
+            *("-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}"),
+            *(word for name, value in extra.items() for word in ("-e", f"{name}={value}")),
+            str(playbook),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    checked = subprocess.run(["haproxy", "-c", "-f", str(out)], capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    return out
