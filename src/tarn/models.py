@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from tarn.clients.triton import Triton
 from tarn.errors import ClusterError, ConfigError
-from tarn.spec import TRITON, component_of, read_back
+from tarn.spec import TRITON, component_of, container_host, read_back
 from tarn.stdlib.hdfs_checksum import checksum_block_size, file_md5md5crc
 from tarn.stdlib.launcher.staging import RemoteFile, recompute_target
 from tarn.stdlib.webhdfs import FileStatus, WebHdfsClient
@@ -104,7 +104,7 @@ def triton_endpoints(service: JSON) -> list[Endpoint]:
     """Each READY Triton instance's host and HTTP port (the ports the service was deployed with)."""
     deployed = read_back(service)
     found = [
-        Endpoint(name, str(c.get("hostname") or c.get("ip")), deployed.instance_port(name))
+        Endpoint(name, container_host(c), deployed.instance_port(name))
         for c in (component_of(service, TRITON) or {}).get("containers") or []
         if c.get("state") == "READY" and (name := str(c.get("component_instance_name")))
     ]

@@ -162,6 +162,14 @@ def component_of(service: JSON, name: str) -> JSON | None:
     return next((c for c in service.get("components", []) if c.get("name") == name), None)
 
 
+def container_host(container: JSON) -> str:
+    """Where a container of the RM's service JSON is reached: its NodeManager's host (``bare_host``).
+    TARN's containers use the host's network; a Docker container's ``hostname`` is the name YARN
+    gives it (``triton-0.<service>.<user>``), which only YARN's registry DNS resolves. Before the
+    RM knows the node: the hostname, else the IP."""
+    return str(container.get("bare_host") or container.get("hostname") or container.get("ip") or "")
+
+
 def triton_count(service: JSON) -> int:
     """The Triton instances the service asks for (its number_of_containers)."""
     component = component_of(service, TRITON)

@@ -21,6 +21,7 @@ from tarn.spec import (
     TRITON,
     Artifacts,
     build_service_spec,
+    container_host,
     read_back,
     with_settings,
 )
@@ -453,3 +454,16 @@ def test_read_back_needs_the_settings() -> None:
     del component(spec, CONTROLLER)["configuration"]["properties"][SETTINGS_PROPERTY]
     with pytest.raises(ClusterError, match=r"tarn\.settings"):
         read_back(spec)
+
+
+@pytest.mark.parametrize(
+    ("container", "host"),
+    [
+        ({"bare_host": "worker1", "hostname": "triton-0.svc.tarn", "ip": "10.0.0.1"}, "worker1"),  # Docker
+        ({"hostname": "worker2", "ip": "10.0.0.2"}, "worker2"),  # the RM does not know the node yet
+        ({"ip": "10.0.0.3"}, "10.0.0.3"),
+        ({}, ""),
+    ],
+)
+def test_a_container_is_reached_on_its_nodemanagers_host(container: dict[str, str], host: str) -> None:
+    assert container_host(container) == host

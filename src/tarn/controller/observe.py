@@ -17,7 +17,7 @@ from tarn.clients.pooled_http import NO_ANSWER, PooledHttp
 from tarn.clients.triton import DEFAULT_SERVER_ID, INDEX_PATH, METRICS_PATH, READY_PATH, SERVER_PATH
 from tarn.controller.signals import TritonSample, parse_triton_metrics
 from tarn.errors import TarnError
-from tarn.spec import TRITON, component_of, instance_number
+from tarn.spec import TRITON, component_of, container_host, instance_number
 from tarn.stdlib.config import TarnConfig
 
 JSON = dict[str, Any]
@@ -87,7 +87,7 @@ def containers_of(service: JSON, config: TarnConfig) -> list[Container]:
             Container(
                 instance=name,
                 container_id=str(c.get("id", "")),
-                host=str(c.get("hostname") or c.get("bare_host") or ""),
+                host=container_host(c),
                 ip=str(c.get("ip") or ""),  # the RM fills it in shortly after the launch
                 yarn_state=str(c.get("state", "")),
                 http_port=ports.http,

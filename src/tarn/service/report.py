@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tarn.service.wait import containers
-from tarn.spec import CONTROLLER, TRITON, component_of, read_back
+from tarn.spec import CONTROLLER, TRITON, component_of, container_host, read_back
 
 JSON = dict[str, Any]
 
@@ -16,7 +16,7 @@ def instances_of(service: JSON) -> list[JSON]:
         {
             "instance": c.get("component_instance_name"),
             "container": c.get("id"),
-            "host": c.get("hostname"),
+            "host": container_host(c),
             "ip": c.get("ip"),
             "state": c.get("state"),
         }
@@ -45,5 +45,5 @@ def controller_url(service: JSON) -> str | None:
     running = containers(service, CONTROLLER)
     if component_of(service, CONTROLLER) is None or not running:
         return None
-    host = running[0].get("hostname") or running[0].get("ip")
+    host = container_host(running[0])
     return f"http://{host}:{read_back(service).config.am_port}" if host else None
