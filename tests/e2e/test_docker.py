@@ -77,11 +77,11 @@ def test_each_instance_is_the_docker_container_yarn_named_with_tritonserver_as_t
         assert inspected["State"]["Running"], inspected["State"]
         assert inspected["Config"]["Image"] == lab_client.TRITON_IMAGE
         assert inspected["Config"]["User"].split(":")[0] == uid
-        top = docker(worker, "top", row["container"], "-eo", "user,args").splitlines()
+        top = docker(worker, "top", row["container"], "-eo", "pid,user,args").splitlines()
         tritons = [line for line in top if "/bin/tritonserver " in line]
         print(f"\n[docker] {row['container']} on {worker}: {len(top) - 1} processes; {tritons}")
         assert tritons, f"no tritonserver in {row['container']}: {top}"
-        assert all(line.split()[0] in (user, uid) for line in tritons)
+        assert all(line.split()[1] in (user, uid) for line in tritons)
         done = subprocess.run(
             [sys.executable, str(ROOT / "examples" / "client.py"), "--url", f"{row['host']}:{PORT}",
              "--protocol", "http", "--wait", "60"],
