@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import tarn
+import tarn.stdlib
 from tarn.stdlib.config import LAUNCHER_OPTIONS, add_config_arguments, config_from_namespace
 from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
 from tarn.stdlib.kerberos import service_identity, webhdfs_auth
@@ -117,7 +117,7 @@ def front_environment(environ: Mapping[str, str], package_root: str) -> dict[str
 
 def package_root() -> str:
     """Where the ``tarn`` package is imported from: tarn-launcher.pyz, or a source tree."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(tarn.__file__)))
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(tarn.stdlib.__file__))))
 
 
 def cache_dir(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
