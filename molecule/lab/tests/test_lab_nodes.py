@@ -139,7 +139,38 @@ def test_nodemanagers_have_the_nfs_mount_in_fstab_and_a_model_cache():
         assert cache.is_directory
         # a group of its own (issue 34): container-executor's group must hold no application user
         assert (cache.user, cache.group, cache.mode) == ("yarn", "tarn-cache", 0o2770)
-        assert "tarn-cache" in host.user("yarn").groups  # the process runtime: containers run as yarn
+        # the user containers run as: yarn (process runtime), tarn or nobody (LinuxContainerExecutor)
+        assert "tarn-cache" in host.user(container_user(host)).groups
+
+
+def runs_docker(host: testinfra.host.Host) -> bool:
+    """Whether the NodeManager runs YARN's LinuxContainerExecutor (TARN_LAB_DOCKER=true)."""
+    site = host.file("/etc/hadoop/conf.nodemanager/yarn-site.xml").content_string
+    return "LinuxContainerExecutor" in site
+
+
+def container_user(host: testinfra.host.Host) -> str:
+    if not runs_docker(host):
+        return "yarn"
+    core_site = host.file("/etc/hadoop/conf.nodemanager/core-site.xml").content_string
+    return "tarn" if "<value>kerberos</value>" in core_site else "nobody"
+
+
+def test_a_docker_lab_runs_the_linux_container_executor_with_its_engine_and_image():
+    for host in hosts_in("yarn_nodemanager"):
+        if not runs_docker(host):
+            pytest.skip("the lab runs the DefaultContainerExecutor (TARN_LAB_DOCKER=true runs Docker)")
+        wrapper = host.file("/usr/local/lib/tarn-lab/bin/container-executor")  # the lab's stand-in
+        assert (wrapper.user, wrapper.group, wrapper.mode) == ("root", "hadoop", 0o750)
+        assert host.file("/usr/local/lib/tarn-lab/etc/hadoop/container-executor.cfg").mode == 0o400
+        assert host.service("docker").is_running
+        assert host.run("docker image inspect registry.tarn.lab/tarn/triton:2.51.0").rc == 0
+        cgroup = host.file("/sys/fs/cgroup/devices/hadoop-yarn")  # YARN's GPU isolation
+        assert (cgroup.is_directory, cgroup.user) == (True, "yarn")
+        assert (
+            host.file("/var/lib/hadoop/yarn/container-executor").content_string.strip()
+            == "LinuxContainerExecutor"
+        )
 
 
 def test_the_lab_is_kerberized_with_a_kdc_and_a_keytab_per_daemon_account():
@@ -157,7 +188,13 @@ def test_the_lab_is_kerberized_with_a_kdc_and_a_keytab_per_daemon_account():
         "yarn_resourcemanager": [("yarn.service.keytab", "yarn", "hadoop", 0o400)],
         "yarn_nodemanager": [
             ("yarn.service.keytab", "yarn", "hadoop", 0o400),
-            ("tarn.service.keytab", "root", "hadoop", 0o440),  # the YARN service's, read by its AM
+            # the YARN service's, read by its AM: as yarn (process runtime) or as tarn (Docker lab)
+            (
+                "tarn.service.keytab",
+                "tarn" if runs_docker(hosts_in("yarn_nodemanager")[0]) else "root",
+                "hadoop",
+                0o440,
+            ),
         ],
         "hadoop": [("spnego.service.keytab", "root", "hadoop", 0o440)],
     }
