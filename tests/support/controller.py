@@ -119,7 +119,7 @@ class Lab:
             assert self.controller.tick().at, f"tick {step} published nothing"
 
 
-def make(instances: int = 2, **overrides: Any) -> Lab:
+def make(instances: int = 2, scraper_type: type[FakeScraper] = FakeScraper, **overrides: Any) -> Lab:
     settings: dict[str, Any] = {
         "model_repository": "hdfs:///models",
         "runtime": "process",
@@ -132,7 +132,7 @@ def make(instances: int = 2, **overrides: Any) -> Lab:
     }
     config = validate(TarnConfig(**{**settings, **overrides}))
     clock = [0.0]
-    rm, scraper = FakeRm(instances), FakeScraper(clock)
+    rm, scraper = FakeRm(instances), scraper_type(clock)
     controller = ControlLoop(config, rm, None, scraper, clock=lambda: clock[0], wall=lambda: 1.7e9 + clock[0])
     return Lab(controller, rm, scraper, clock)
 

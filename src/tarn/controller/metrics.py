@@ -10,6 +10,13 @@ Per model (every instance together): ``tarn_model_requests_total`` (label outcom
 and _count, mean = rate(_sum) / rate(_count); quantiles 0.5 and 0.99 from Triton's own summaries,
 the slowest instance's), ``tarn_model_instances``.
 
+The OpenAI fronts (``--openai-port``, every instance together, tarn.controller.fronts): their own
+names, ``tarn_openai_prompt_tokens_total`` and ``tarn_openai_completion_tokens_total`` (labels user
+and model), ``tarn_openai_requests_total`` (user, model, outcome), the histograms
+``tarn_openai_time_to_first_token_seconds`` and ``tarn_openai_time_between_tokens_seconds`` (model),
+all since the controller started; ``tarn_openai_streams_in_flight`` (model) now, and per instance
+``tarn_container_openai_streams``.
+
 Scale to zero: ``tarn_scaled_to_zero`` (0/1, with ``--scale-to-zero-after``), ``tarn_requests_held``
 and ``tarn_requests_held_oldest_seconds`` (an activator's last report), ``tarn_demand_reports_total``.
 
@@ -29,6 +36,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from tarn.controller import fronts
+from tarn.controller.fronts import Series
 from tarn.controller.publication import Controller
 from tarn.controller.signals import ModelTotals
 from tarn.controller.snapshot import Snapshot
@@ -74,6 +83,7 @@ class SnapshotCollector(Collector):
         yield from _per_instance(snap)
         yield from _per_gpu(snap)
         yield from _per_model(snap, self._controller.counters.models)
+        yield from _openai(snap, self._controller.counters.openai)
         yield from self._counters()
         if self._authorizer is not None:
             yield from _ranger(self._authorizer)
@@ -140,6 +150,23 @@ def _per_model(snap: Snapshot, totals: dict[str, ModelTotals]) -> Iterator[Metri
                 if value is not None:
                     family.add_sample(family.name, {"model": view.model, "quantile": quantile}, value)
     yield from (requests, duration, queue, instances)
+
+
+def _openai(snap: Snapshot, totals: dict[Series, float]) -> Iterator[Metric]:
+    """The fronts' counters since the controller started, their streams now (by model, and per
+    instance: the load signal for routing and scaling by streams)."""
+    yield from fronts.families(
+        totals, fronts.streams_by_model(dict(i.openai_streams) for i in snap.instances)
+    )
+    streams = GaugeMetricFamily(
+        "tarn_container_openai_streams",
+        "Generations streaming through the container's OpenAI front now",
+        labels=INSTANCE_LABELS,
+    )
+    for i in snap.instances:
+        if i.openai_port is not None:
+            streams.add_metric([i.instance, i.container_id, i.host], sum(v for _m, v in i.openai_streams))
+    yield streams
 
 
 def _per_instance(snap: Snapshot) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:

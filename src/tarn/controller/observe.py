@@ -1,4 +1,5 @@
-"""Observe: the service's containers from the RM, then every Triton instance scraped at once.
+"""Observe: the service's containers from the RM, then every Triton instance scraped at once
+(with its OpenAI front's /metrics, where it runs one).
 
 Each scrape has its own timeouts and the whole round has a deadline, so a dead or slow
 instance costs at most that deadline and never stalls the loop.
@@ -15,6 +16,7 @@ from typing import Any
 
 from tarn.clients.pooled_http import NO_ANSWER, PooledHttp
 from tarn.clients.triton import DEFAULT_SERVER_ID, INDEX_PATH, METRICS_PATH, READY_PATH, SERVER_PATH
+from tarn.controller.fronts import FrontSample, parse_front_metrics
 from tarn.controller.signals import TritonSample, parse_triton_metrics
 from tarn.errors import TarnError
 from tarn.spec import TRITON, component_of, container_host, instance_number
@@ -44,6 +46,7 @@ class Scrape:
     sample: TritonSample | None  # None: metrics unreadable this tick
     models: tuple[str, ...] | None  # None: not asked this tick (or unreadable)
     error: str | None = None
+    front: FrontSample | None = None  # the OpenAI front's counters; None: no front, or unreadable
 
 
 # The states of a service the application master reports itself. Without a live AM (an RM that
@@ -179,6 +182,20 @@ class Scraper:
     def _scrape(self, container: Container, with_models: bool) -> Scrape:
         if not self._ready(container):
             return Scrape(False, None, None, "not ready")
+        return replace(self._triton(container, with_models), front=self._front(container))
+
+    def _front(self, container: Container) -> FrontSample | None:
+        """The OpenAI front's counters; None without a front or an answer (the next one counts)."""
+        if container.openai_port is None:
+            return None
+        try:
+            status, text = self._http.request("GET", container.ip, container.openai_port, METRICS_PATH)
+            return parse_front_metrics(text.decode()) if status == 200 else None
+        except (*NO_ANSWER, ValueError):
+            return None
+
+    def _triton(self, container: Container, with_models: bool) -> Scrape:
+        """A ready Triton's metrics, and its models when asked."""
         try:
             status, text = self._http.request("GET", container.ip, container.metrics_port, METRICS_PATH)
             if status != 200:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from tarn.activator.demand import Report
+from tarn.controller import fronts
+from tarn.controller.fronts import Series
 from tarn.controller.signals import ModelTotals
 from tarn.controller.snapshot import Snapshot
 from tarn.controller.timeline import Timeline
@@ -27,6 +29,7 @@ class Counters:
     ticks: int = 0
     demand_reports: int = 0  # counted as the reports arrive (tarn.controller.inbox)
     models: dict[str, ModelTotals] = field(default_factory=dict)  # per model, since the start
+    openai: dict[Series, float] = field(default_factory=dict)  # the OpenAI fronts', since the start
 
     def count(self, snap: Snapshot) -> None:
         events = snap.events
@@ -41,6 +44,8 @@ class Counters:
         for deltas in events.model_deltas:
             for name, delta in deltas.items():
                 self.models[name] = self.models.get(name, ModelTotals()).plus(delta)
+        for increases in events.front_deltas:
+            fronts.add(self.openai, increases)
 
 
 class Publication:

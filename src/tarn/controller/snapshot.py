@@ -12,6 +12,7 @@ from typing import Any
 
 from tarn.controller.decide import Decision
 from tarn.controller.drain import Drain
+from tarn.controller.fronts import Series
 from tarn.controller.memory import ScalingEvent
 from tarn.controller.signals import Gpu, Load, ModelDelta, ModelView
 
@@ -37,6 +38,7 @@ class InstanceView:
     requests_failed: float
     unready_s: float = 0.0  # how long it has not answered ready (starting, or stopped answering)
     openai_port: int | None = None  # its OpenAI front's, None without one
+    openai_streams: tuple[tuple[str, float], ...] = ()  # its front's streams in flight by model, last read
 
     def record(self, service: str) -> JSON:
         """The discovery record: the znode's JSON (docs/discovery.md). ``openai_port`` only where
@@ -66,6 +68,7 @@ class TickEvents:
     decommissioned: int = 0  # drained instances YARN accepted to remove
     replaced: int = 0  # instances unready past --replace-unready-after that YARN accepted to remove
     model_deltas: tuple[Mapping[str, ModelDelta], ...] = ()  # one per instance scraped
+    front_deltas: tuple[Mapping[Series, float], ...] = ()  # one per OpenAI front read (fronts.py)
 
 
 @dataclass(frozen=True)

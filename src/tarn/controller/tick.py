@@ -32,6 +32,7 @@ from tarn.controller.drain import (
     removing,
     step,
 )
+from tarn.controller.fronts import FrontSample, Series, front_deltas
 from tarn.controller.memory import Memory, ScalingEvent, decode
 from tarn.controller.observe import (
     UNREPORTED,
@@ -70,6 +71,7 @@ class Tracked:
     models_at: float = -1e9
     was_ready: bool = False
     unready_since: float | None = None  # first seen, or seen to stop answering ready; None: ready
+    front: FrontSample | None = None  # the OpenAI front's last counters read
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,7 @@ def plan_tick(
     containers = seen.containers
     scrapes = {c.container_id: seen.scrapes.get(c.container_id, NO_SCRAPE) for c in containers}
     held = held_now(seen.demand, seen.demand_received, now)
-    tracked, loads, deltas = _track(state.tracked, containers, scrapes, now, policy.concurrency)
+    tracked, loads, deltas, fronts = _track(state.tracked, containers, scrapes, now, policy.concurrency)
 
     notes: list[str] = []
     drains = dict(state.drains)
@@ -257,7 +259,9 @@ def plan_tick(
         held=held,
         held_oldest_s=seen.demand.oldest_s if seen.demand is not None and held else 0.0,
         models=models,
-        events=TickEvents(drains_started=drained.started, model_deltas=tuple(deltas)),
+        events=TickEvents(
+            drains_started=drained.started, model_deltas=tuple(deltas), front_deltas=tuple(fronts)
+        ),
         notes=tuple(notes),
     )
     if drained.decommission:
@@ -463,12 +467,16 @@ def _track(
     scrapes: Mapping[str, Scrape],
     now: float,
     concurrency: float,
-) -> tuple[dict[str, Tracked], dict[str, Load | None], list[dict[str, ModelDelta]]]:
+) -> tuple[
+    dict[str, Tracked], dict[str, Load | None], list[dict[str, ModelDelta]], list[dict[Series, float]]
+]:
     """Each container's scrape remembered: (tracked, load since the previous scrape, per-model
-    deltas of every instance with a sample). Containers that are gone are forgotten."""
+    deltas of every instance with a sample, the increases of every OpenAI front read). Containers
+    that are gone are forgotten."""
     tracked: dict[str, Tracked] = {}
     loads: dict[str, Load | None] = {}
     deltas: list[dict[str, ModelDelta]] = []
+    fronts: list[dict[Series, float]] = []
     for c in containers:
         scrape = scrapes[c.container_id]
         known = before.get(c.container_id)
@@ -481,9 +489,12 @@ def _track(
             known = replace(known, sample=scrape.sample, last_activity=now if active else known.last_activity)
         if scrape.models is not None:
             known = replace(known, models=scrape.models, models_at=now)
+        if scrape.front is not None:
+            fronts.append(front_deltas(known.front, scrape.front))
+            known = replace(known, front=scrape.front)
         since = None if scrape.ready else known.unready_since if known.unready_since is not None else now
         tracked[c.container_id] = replace(known, unready_since=since)
-    return tracked, loads, deltas
+    return tracked, loads, deltas, fronts
 
 
 def _view(
@@ -510,6 +521,7 @@ def _view(
         requests_failed=sample.requests_failed if sample else 0.0,
         unready_s=0.0 if tracked.unready_since is None else now - tracked.unready_since,
         openai_port=c.openai_port,
+        openai_streams=tuple(sorted(scrape.front.streams.items())) if scrape.front else (),
     )
 
 

@@ -1,0 +1,115 @@
+"""The OpenAI fronts' counters in the controller's /metrics (issue 35, item 4), pure.
+
+Each instance that runs the front (``--openai-port``) is scraped at ``/metrics`` beside Triton
+(tarn.controller.observe); its text (tarn.stdlib.openai.counters) becomes a :class:`FrontSample`.
+Between two samples of one front, :func:`front_deltas` takes each series' increase, as
+Prometheus' ``increase()`` does: a series that went down belongs to a front that restarted and
+counts from zero; a series first seen counts whole; the first sample of a front is the baseline.
+The controller adds the increases of every front into totals since it started (so a front that
+restarts sets nothing back), and :func:`families` renders them under the fronts' own names, every
+instance together: tokens and outcomes by user and model, the time-to-first-token and
+between-tokens histograms by model. Streams in flight are a gauge: each front's as last scraped,
+summed by model, and per instance (the load signal a router or the autoscaler can use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from prometheus_client.core import Metric
+from prometheus_client.parser import text_string_to_metric_families
+
+PREFIX = "tarn_openai_"
+STREAMS = "tarn_openai_streams_in_flight"
+# The monotone families (a counter's samples end in _total; a histogram's in _bucket, _sum, _count).
+FAMILIES: dict[str, tuple[str, str]] = {
+    "tarn_openai_prompt_tokens": ("counter", "Prompt tokens of generations through the OpenAI fronts"),
+    "tarn_openai_completion_tokens": ("counter", "Completion tokens generated through the OpenAI fronts"),
+    "tarn_openai_requests": ("counter", "Generations through the OpenAI fronts ended, by outcome"),
+    "tarn_openai_time_to_first_token_seconds": (
+        "histogram",
+        "From a request's arrival at a front to its first token",
+    ),
+    "tarn_openai_time_between_tokens_seconds": ("histogram", "Between two tokens of a stream"),
+}
+_SUFFIXES = ("_total", "_bucket", "_sum", "_count")
+
+Labels = tuple[tuple[str, str], ...]  # sorted (name, value) pairs
+Series = tuple[str, Labels]  # a sample's name and labels
+
+
+@dataclass(frozen=True)
+class FrontSample:
+    counters: Mapping[Series, float]  # every sample of FAMILIES
+    streams: Mapping[str, float]  # streams in flight by model
+
+
+def family_of(sample: str) -> str | None:
+    """The family a sample name belongs to (``…_bucket`` -> the histogram), None if not kept."""
+    for suffix in _SUFFIXES:
+        if sample.endswith(suffix) and sample.removesuffix(suffix) in FAMILIES:
+            return sample.removesuffix(suffix)
+    return None
+
+
+def parse_front_metrics(text: str) -> FrontSample:
+    """A front's /metrics; ValueError when it is not Prometheus text. Other series are ignored."""
+    counters: dict[Series, float] = {}
+    streams: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == STREAMS:
+                model = sample.labels.get("model", "")
+                streams[model] = streams.get(model, 0.0) + sample.value
+            elif family_of(sample.name) is not None:
+                counters[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return FrontSample(counters, streams)
+
+
+def front_deltas(previous: FrontSample | None, current: FrontSample) -> dict[Series, float]:
+    """Each series' increase between two samples of one front (see the module's docstring)."""
+    if previous is None:
+        return {}
+    deltas = {}
+    for series, now in current.counters.items():
+        then = previous.counters.get(series, 0.0)
+        increase = now - then if now >= then else now
+        if increase:
+            deltas[series] = increase
+    return deltas
+
+
+def add(totals: dict[Series, float], deltas: Mapping[Series, float]) -> None:
+    for series, increase in deltas.items():
+        totals[series] = totals.get(series, 0.0) + increase
+
+
+def streams_by_model(per_instance: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    summed: dict[str, float] = {}
+    for streams in per_instance:
+        for model, value in streams.items():
+            summed[model] = summed.get(model, 0.0) + value
+    return summed
+
+
+def _order(series: Series) -> tuple[object, ...]:
+    """Within a family: by labels but ``le``, then buckets by bound (+Inf last), then _sum, _count."""
+    name, labels = series
+    rest = tuple(pair for pair in labels if pair[0] != "le")
+    le = dict(labels).get("le")
+    bound = float(le) if le is not None else float("inf")
+    return (rest, _SUFFIXES.index("_" + name.rsplit("_", 1)[1]), bound)
+
+
+def families(totals: Mapping[Series, float], streams: Mapping[str, float]) -> Iterator[Metric]:
+    """The fronts' families, every instance together, in Prometheus' types."""
+    for name, (kind, text) in FAMILIES.items():
+        family = Metric(name, text, kind)
+        for series in sorted((s for s in totals if family_of(s[0]) == name), key=_order):
+            family.add_sample(series[0], dict(series[1]), totals[series])
+        yield family
+    gauge = Metric(STREAMS, "Generations streaming from Triton now through the OpenAI fronts", "gauge")
+    for model, value in sorted(streams.items()):
+        gauge.add_sample(STREAMS, {"model": model}, value)
+    yield gauge

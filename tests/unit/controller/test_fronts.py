@@ -1,0 +1,220 @@
+"""The OpenAI fronts' counters in the controller (tarn.controller.fronts): a front's /metrics text,
+as tarn.stdlib.openai.counters writes it, parsed; increases as a table (the baseline, a restart, a
+series first seen); then the whole way: fronts' counters scraped by the control loop's ticks, summed
+in the controller's /metrics, equal to what the fronts counted, restarts included; and the scraper
+reading a front over HTTP."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tarn.controller.fronts import FrontSample, Series, front_deltas, parse_front_metrics, streams_by_model
+from tarn.controller.metrics import metrics_registry, render
+from tarn.controller.observe import Container, Scrape, Scraper
+from tarn.stdlib.openai.counters import Counters, prometheus_text
+from tests.support.controller import FakeScraper, make
+
+
+def counted(
+    *generations: tuple[str, str, str, int, int], streaming: dict[str, int] | None = None
+) -> Counters:
+    """A front's counters after ``generations`` (user, model, outcome, prompt, completion)."""
+    counters = Counters()
+    for user, model, outcome, prompt, completion in generations:
+        counters.ended(user, model, outcome, prompt, completion)
+        counters.first_token_after(model, 0.04)
+        counters.between_tokens_took(model, 0.02)
+    for model, streams in (streaming or {}).items():
+        for _stream in range(streams):
+            counters.stream_started(model)
+    return counters
+
+
+def sample(
+    *generations: tuple[str, str, str, int, int], streaming: dict[str, int] | None = None
+) -> FrontSample:
+    return parse_front_metrics(prometheus_text(counted(*generations, streaming=streaming)))
+
+
+PROMPT: Series = ("tarn_openai_prompt_tokens_total", (("model", "tiny_lm"), ("user", "alice")))
+COMPLETED: Series = (
+    "tarn_openai_requests_total",
+    (("model", "tiny_lm"), ("outcome", "completed"), ("user", "alice")),
+)
+
+
+def test_a_fronts_text_parses_into_its_series() -> None:
+    parsed = sample(("alice", "tiny_lm", "completed", 7, 20), streaming={"tiny_lm": 2})
+    assert parsed.counters[PROMPT] == 7
+    assert parsed.counters[("tarn_openai_completion_tokens_total", PROMPT[1])] == 20
+    assert parsed.counters[COMPLETED] == 1
+    ttft = "tarn_openai_time_to_first_token_seconds"
+    assert parsed.counters[(f"{ttft}_bucket", (("le", "0.05"), ("model", "tiny_lm")))] == 1
+    assert parsed.counters[(f"{ttft}_count", (("model", "tiny_lm"),))] == 1
+    assert parsed.streams == {"tiny_lm": 2}
+    assert parse_front_metrics("# HELP other x\n# TYPE other gauge\nother 1\n") == FrontSample({}, {})
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "increase"),
+    [
+        (None, 10.0, None),  # a front's first sample: the baseline
+        ({PROMPT: 10.0}, 10.0, None),  # nothing new
+        ({PROMPT: 10.0}, 25.0, 15.0),
+        ({PROMPT: 30.0}, 4.0, 4.0),  # went down: the front restarted, counting from zero since
+        ({}, 6.0, 6.0),  # a series first seen (a new user or model) counts whole
+    ],
+    ids=["baseline", "unchanged", "increase", "restart", "new series"],
+)
+def test_increases_between_two_samples(
+    before: dict[Series, float] | None, after: float, increase: float | None
+) -> None:
+    previous = None if before is None else FrontSample(before, {})
+    assert front_deltas(previous, FrontSample({PROMPT: after}, {})).get(PROMPT) == increase
+
+
+def test_streams_are_summed_by_model() -> None:
+    assert streams_by_model([{"a": 2.0}, {}, {"a": 1.0, "b": 3.0}]) == {"a": 3.0, "b": 3.0}
+
+
+# ---- the whole way: ticks, totals, /metrics
+
+
+class FrontScraper(FakeScraper):
+    """Triton as FakeScraper's, and each instance's front answering from ``fronts`` (instance
+    name -> its counters now)."""
+
+    def __init__(self, clock: list[float]) -> None:
+        super().__init__(clock)
+        self.fronts: dict[str, Counters] = {}
+
+    def scrape_all(self, containers: list[Container], want_models: set[str]) -> dict[str, Scrape]:
+        scrapes = super().scrape_all(containers, want_models)
+        for c in containers:
+            if c.instance in self.fronts and c.container_id in scrapes:
+                text = prometheus_text(self.fronts[c.instance])
+                scrapes[c.container_id] = replace(scrapes[c.container_id], front=parse_front_metrics(text))
+        return scrapes
+
+
+def exposed(lab_controller: object) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = render(metrics_registry(lab_controller, dict)).decode()  # type: ignore[arg-type]
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name.startswith(("tarn_openai_", "tarn_container_openai_"))
+    }
+
+
+def test_the_controller_sums_every_fronts_counters_since_it_started() -> None:
+    lab = make(instances=2, scraper_type=FrontScraper, openai_port=9000, anti_affinity=False, port_stride=10)
+    scraper = lab.scraper
+    assert isinstance(scraper, FrontScraper)
+    # Before the controller's first look: the baseline, not counted (as Triton's own counters).
+    scraper.fronts = {"triton-0": counted(("alice", "tiny_lm", "completed", 5, 5))}
+    lab.ticks(1)
+    scraper.fronts = {
+        "triton-0": counted(
+            ("alice", "tiny_lm", "completed", 5, 5), ("alice", "tiny_lm", "completed", 7, 20)
+        ),
+        "triton-1": counted(("bob", "tiny_lm", "cancelled", 3, 9), streaming={"tiny_lm": 2}),
+    }
+    lab.ticks(1)  # triton-1's front is seen for the first time: its baseline
+    scraper.fronts["triton-1"] = counted(
+        ("bob", "tiny_lm", "cancelled", 3, 9),
+        ("alice", "tiny_lm", "completed", 4, 16),
+        streaming={"tiny_lm": 1},
+    )
+    lab.ticks(1)
+    scraper.fronts["triton-0"] = counted(("alice", "tiny_lm", "failed", 2, 1))  # it restarted
+    lab.ticks(1)
+
+    seen = exposed(lab.controller)
+    alice = (("model", "tiny_lm"), ("user", "alice"))
+    assert seen[("tarn_openai_prompt_tokens_total", alice)] == 7 + 4 + 2
+    assert seen[("tarn_openai_completion_tokens_total", alice)] == 20 + 16 + 1
+    assert ("tarn_openai_prompt_tokens_total", (("model", "tiny_lm"), ("user", "bob"))) not in seen
+    outcomes = {
+        dict(labels)["outcome"]: value
+        for (name, labels), value in seen.items()
+        if name == "tarn_openai_requests_total" and dict(labels)["user"] == "alice"
+    }
+    assert outcomes == {"completed": 2, "failed": 1}
+    ttft = (("le", "+Inf"), ("model", "tiny_lm"))
+    assert seen[("tarn_openai_time_to_first_token_seconds_bucket", ttft)] == 3  # histograms add up too
+    assert seen[("tarn_openai_time_to_first_token_seconds_count", (("model", "tiny_lm"),))] == 3
+    assert seen[("tarn_openai_streams_in_flight", (("model", "tiny_lm"),))] == 1  # now, not a total
+    per_instance = {
+        dict(labels)["instance"]: value
+        for (name, labels), value in seen.items()
+        if name == "tarn_container_openai_streams"
+    }
+    assert per_instance == {"triton-0": 0, "triton-1": 1}
+
+
+def test_without_fronts_the_families_are_empty() -> None:
+    lab = make(instances=1)
+    lab.ticks(2)
+    assert exposed(lab.controller) == {}
+
+
+# ---- the scraper over HTTP
+
+
+class TritonStandIn(BaseHTTPRequestHandler):
+    """Ready, with empty metadata and metrics."""
+
+    protocol_version = "HTTP/1.1"
+    body = b""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class FrontStandIn(TritonStandIn):
+    """A front's /metrics."""
+
+    body = prometheus_text(
+        counted(("alice", "tiny_lm", "completed", 7, 20), streaming={"tiny_lm": 1})
+    ).encode()
+
+
+@pytest.fixture
+def ports() -> Iterator[tuple[int, int]]:
+    servers = [ThreadingHTTPServer(("127.0.0.1", 0), handler) for handler in (TritonStandIn, FrontStandIn)]
+    for server in servers:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield servers[0].server_address[1], servers[1].server_address[1]
+    for server in servers:
+        server.shutdown()
+
+
+def test_the_scraper_reads_the_front_beside_triton(ports: tuple[int, int]) -> None:
+    triton, front = ports
+    scraper = Scraper(timeout=2.0)
+    try:
+        with_front = Container("triton-0", "c0", "w", "127.0.0.1", "RUNNING", triton, triton, triton, front)
+        without = replace(with_front, container_id="c1", openai_port=None)
+        gone = replace(with_front, container_id="c2", openai_port=1)  # nothing listens: no front sample
+        scrapes = scraper.scrape_all([with_front, without, gone], set())
+    finally:
+        scraper.close()
+    assert scrapes["c0"].ready
+    assert scrapes["c0"].front is not None
+    assert scrapes["c0"].front.counters[PROMPT] == 7
+    assert scrapes["c0"].front.streams == {"tiny_lm": 1}
+    assert (scrapes["c1"].ready, scrapes["c1"].front) == (True, None)
+    assert (scrapes["c2"].ready, scrapes["c2"].front) == (True, None)  # Triton still counts as ready
