@@ -153,8 +153,9 @@ def test_models_from_hdfs_with_secrets(
 
 
 def test_models_from_a_local_path(rm: ResourceManager) -> None:
-    # Stands in for the HDFS NFS gateway mounted on every NodeManager at the same path.
-    local = "/srv/tarn-models"
+    # Stands in for the HDFS NFS gateway mounted on every NodeManager at the same path: files under
+    # its mount point (this kernel has no NFS client), which the NodeManagers allow Docker to mount.
+    local = "/mnt/hdfs/tarn-models"
     models_on_every_worker(local)
     name = f"e2e-local-{uuid.uuid4().hex[:6]}"
     try:

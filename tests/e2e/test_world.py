@@ -19,10 +19,12 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
 from tests.support.lab import LAB_USER, podman_exec, wait_for
-from tests.support.lab_service import CLUSTER, models_on_every_worker, ready_instances, tarn
+from tests.support.lab_service import CLUSTER, MODELS, ready_instances, tarn
 
 PORTS = ["--port", "8100", "--grpc-port", "8101", "--metrics-port", "8102"]  # beside the lab's own service
-LOCAL_MODELS = "/srv/tarn-world-models"
+# Staged from HDFS into the node cache: a Docker lab's containers mount no other local path.
+WORLD_MODELS = f"/user/{LAB_USER}/e2e-world-models"
+CACHE = "/var/lib/tarn/model-cache"
 
 
 def on(worker: str, *command: str) -> str:
@@ -66,13 +68,16 @@ def one_ready(rm: ResourceManager, name: str) -> dict[str, Any] | None:
     return rows[0] if rows else None
 
 
-def test_a_two_rank_cpu_world_serves_and_stops_whole_when_a_rank_dies(rm: ResourceManager) -> None:
-    models_on_every_worker(LOCAL_MODELS)
+def test_a_two_rank_cpu_world_serves_and_stops_whole_when_a_rank_dies(
+    rm: ResourceManager, hdfs: WebHdfsClient
+) -> None:
+    hdfs.upload_tree(MODELS, WORLD_MODELS)
     name = f"e2e-world-{uuid.uuid4().hex[:6]}"
     try:
         done = tarn(
             "submit", "--service-name", name, "--user", LAB_USER, *lab_client.runtime_args(),
-            "--model-repository", LOCAL_MODELS, "--tp", "2", "--gpus-per-instance", "0", *PORTS,
+            "--model-repository", f"hdfs://{WORLD_MODELS}", "--model-cache-dir", CACHE,
+            "--tp", "2", "--gpus-per-instance", "0", *PORTS,
             "--min-instances", "1", "--max-instances", "1", "--memory-mb", "1536", "--vcores", "1",
             "--controller-memory-mb", "512", *CLUSTER,
         )  # fmt: skip
@@ -126,6 +131,7 @@ def test_a_two_rank_cpu_world_serves_and_stops_whole_when_a_rank_dies(rm: Resour
         )  # fmt: skip
     finally:
         tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
+        hdfs.delete(WORLD_MODELS, recursive=True)
 
 
 def test_a_world_larger_than_every_node_is_refused_before_submit(
@@ -134,7 +140,7 @@ def test_a_world_larger_than_every_node_is_refused_before_submit(
     name = f"e2e-bigworld-{uuid.uuid4().hex[:6]}"
     done = tarn(
         "submit", "--service-name", name, "--user", LAB_USER, *lab_client.runtime_args(),
-        "--model-repository", LOCAL_MODELS, "--tp", "2", "--pp", "2", *PORTS, *CLUSTER,
+        "--model-repository", f"hdfs://{WORLD_MODELS}", "--tp", "2", "--pp", "2", *PORTS, *CLUSTER,
     )  # fmt: skip
     assert done.returncode != 0
     assert "--tp 2 --pp 2: an instance needs 4 yarn.io/gpu on one node" in done.stderr, done.stderr
