@@ -583,16 +583,20 @@ def rendered_role_cfg(**inputs: Any) -> str:
     return text
 
 
-@pytest.mark.parametrize("cgroups", [False, True])
-def test_the_roles_template_reads_as_the_real_parser_reads_it(cgroups: bool) -> None:
-    cfg = ce.parse_config(rendered_role_cfg(yarn_nodemanager_cgroups_enabled=cgroups))
+@pytest.mark.parametrize(("cgroups", "gpus"), [(False, False), (True, False), (False, True)])
+def test_the_roles_template_reads_as_the_real_parser_reads_it(cgroups: bool, gpus: bool) -> None:
+    """The [cgroups] section is there for cgroups, and for GPUs (their module isolates devices there)."""
+    cfg = ce.parse_config(
+        rendered_role_cfg(yarn_nodemanager_cgroups_enabled=cgroups, yarn_nodemanager_gpu_enabled=gpus)
+    )
     assert cfg.value(ce.NM_GROUP_KEY) == "hadoop"
     assert ce.docker_enabled(cfg)
     assert cfg.values("banned.users") == ["hdfs", "yarn", "mapred", "bin"]
     assert cfg.value("allowed.system.users") is None
-    assert "nvidia" in (cfg.values("docker.allowed.runtimes", "docker") or [])
-    assert cfg.value("module.enabled", "gpu") == "true"
-    assert (cfg.value("root", "cgroups") == "/sys/fs/cgroup") is cgroups
+    assert ("nvidia" in (cfg.values("docker.allowed.runtimes", "docker") or [])) is gpus
+    assert cfg.value("module.enabled", "gpu") == str(gpus).lower()
+    assert (cfg.value("root", "cgroups") == "/sys/fs/cgroup") is (cgroups or gpus)
+    assert (cfg.value("yarn-hierarchy", "cgroups") == "hadoop-yarn") is (cgroups or gpus)
 
 
 def test_the_program_imports_the_standard_library_only() -> None:

@@ -56,7 +56,13 @@ def test_the_nfs_mount_is_allowed_only_where_it_is_mounted() -> None:
     expression = "yarn_nodemanager_docker_allowed_ro_mounts"
     assert "/mnt/hdfs" in node_value(expression, groups=NFS)
     assert "/data/hdfs" in node_value(expression, groups=NFS, hdfs_nfs_mount_path="/data/hdfs")
-    assert node_value(expression, groups={}) == ["/sys/fs/cgroup", "/etc/passwd", "/etc/group"]
+    assert node_value(expression, groups={}) == [
+        "/sys/fs/cgroup",
+        "/etc/passwd",
+        "/etc/group",
+        "/etc/hadoop",
+        "/etc/ssl/certs",
+    ]
 
 
 def node_without(missing: str) -> Any:
@@ -220,8 +226,11 @@ def container_executor(tmp_path: Path, mode: int = 0o750, name: str = "container
 def node(tmp_path: Path, runtimes: list[str] | None = None, **extra: Any) -> dict[str, Any]:
     """A docker NodeManager on this machine: the hadoop role's variables, nobody as the cache's user,
     container-executor installed as Hadoop requires (root-owned, the group's, nothing for others)."""
+    conf_root = tmp_path / "etc-hadoop"  # the hadoop role's configuration root, an allowed mount
+    conf_root.mkdir(exist_ok=True)
     return {
         "hadoop_group": grp.getgrgid(os.getgid()).gr_name, "hadoop_yarn_user": "yarn", "hadoop_secure": False,
+        "hadoop_conf_root": str(conf_root),
         "hadoop_manage_services": True,
         "yarn_nodemanager_runtime": "docker",
         "yarn_nodemanager_docker_binary": fake_docker(tmp_path, runtimes or ENGINE_RUNTIMES),
