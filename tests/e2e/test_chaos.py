@@ -387,12 +387,13 @@ def test_restart_haproxy_measured(chaos: Watched) -> None:
 
 def playbook_vars(**overrides: Any) -> dict[str, Any]:
     """The chaos service as the day-2 playbooks' variables (role tarn.yarn.tarn)."""
-    own = ("service_name", "runtime", "model_repository", "min_instances", "max_instances", "token")
+    own = ("service_name", "runtime", "image", "model_repository", "min_instances", "max_instances", "token")
     return {
         "tarn_install": False, "tarn_python_interpreter": sys.executable, "tarn_user": LAB_USER,
         "tarn_rm_url": CONNECTION["rm_url"], "tarn_webhdfs_url": CONNECTION["webhdfs_url"],
         "tarn_principal": CONNECTION.get("principal", ""), "tarn_keytab": CONNECTION.get("keytab", ""),
         "tarn_service_name": SERVICE, "tarn_runtime": OPTIONS["runtime"],
+        "tarn_image": OPTIONS.get("image", ""),
         "tarn_model_repository": OPTIONS["model_repository"], "tarn_token": OPTIONS["token"],
         "tarn_min_instances": 2, "tarn_max_instances": 2,
         "tarn_models_src": str(MODELS), "tarn_models_dest": MODELS_ON_HDFS,
