@@ -176,7 +176,7 @@ def served(model: Any, *requests: Request) -> list[Request]:
 def test_the_same_prompt_and_seed_make_the_same_text(tiny_lm: types.ModuleType) -> None:
     def text(prompt: str, seed: int | None, temperature: float = 0.8, count: int = 30) -> list[str]:
         tokens = tiny_lm.TinyLM().generate(prompt, temperature, seed)
-        return [next(tokens) for _ in range(count)]
+        return [next(tokens) for _step in range(count)]
 
     assert text("The old river", None) == text("The old river", None)
     assert text("The old river", 1) == text("The old river", 1)
@@ -188,7 +188,7 @@ def test_the_same_prompt_and_seed_make_the_same_text(tiny_lm: types.ModuleType) 
 def test_tokens_are_words_of_its_vocabulary(tiny_lm: types.ModuleType) -> None:
     lm = tiny_lm.TinyLM()
     tokens = lm.generate("Tell me a story", 0.8, 5)
-    words = [next(tokens) for _ in range(200)]
+    words = [next(tokens) for _step in range(200)]
     assert {word.strip() for word in words} <= set(lm.words)
     assert all(word.startswith(" ") or word in (".", ",", ";") for word in words)
     assert len(set(words)) > 20  # it does not loop on a few words

@@ -139,7 +139,7 @@ async def read_response_head(reader: asyncio.StreamReader) -> ResponseHead:
         raise UpstreamBroken(f"malformed status line {status_line[:100]!r}")
     headers = {}
     for line in lines:
-        name, _, value = line.partition(":")
+        name, _colon, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
     return ResponseHead(int(parts[1]), headers)
 

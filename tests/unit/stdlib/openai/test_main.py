@@ -89,6 +89,6 @@ def test_the_front_runs_with_the_standard_library_only() -> None:
         assert json.loads(reply.read())["error"]["code"] == "triton_unreachable"
     finally:
         front.send_signal(signal.SIGTERM)
-        _, stderr = front.communicate(timeout=10)
+        _stdout, stderr = front.communicate(timeout=10)
     assert front.returncode == 0, stderr
     assert f"OpenAI front on 127.0.0.1:{port}" in stderr

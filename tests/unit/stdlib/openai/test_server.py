@@ -54,7 +54,7 @@ class StandIn:
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = (await reader.readuntil(b"\r\n\r\n")).decode()
-            method, path, _ = head.split(" ", 2)
+            method, path, _version = head.split(" ", 2)
             length = next(
                 (
                     int(line.split(":")[1])
@@ -225,12 +225,12 @@ def chat(model: str, **extra: Any) -> dict[str, Any]:
 
 
 def content_of(events: list[tuple[float, str]]) -> list[dict[str, Any]]:
-    return [json.loads(data) for _, data in events if data != "[DONE]"]
+    return [json.loads(data) for _event, data in events if data != "[DONE]"]
 
 
 # ---- models
 def test_the_model_list_has_the_ready_models_that_take_text(running: Running) -> None:
-    status, _, listing = running.call("GET", "/v1/models")
+    status, _headers, listing = running.call("GET", "/v1/models")
     assert status == 200
     assert [m["id"] for m in listing["data"]] == sorted(TEXT_MODELS)
     assert listing["data"][0] == {
@@ -245,7 +245,7 @@ def test_the_model_list_has_the_ready_models_that_take_text(running: Running) ->
     ("model", "status"), [("tiny", 200), ("add_one", 404), ("nope", 404), ("a%2Fb", 404)]
 )
 def test_one_model(running: Running, model: str, status: int) -> None:
-    got, _, body = running.call("GET", f"/v1/models/{model}")
+    got, _headers, body = running.call("GET", f"/v1/models/{model}")
     assert got == status
     if status == 404:
         assert body["error"]["code"] == "model_not_found"
@@ -281,7 +281,7 @@ def test_a_chat_without_stream(running: Running) -> None:
 
 
 def test_a_completion_counted_by_the_front(running: Running) -> None:
-    status, _, body = running.call(
+    status, _headers, body = running.call(
         "POST", "/v1/completions", {"model": "plain", "prompt": "Once upon a time"}
     )
     assert status == 200
@@ -293,7 +293,9 @@ def test_a_completion_counted_by_the_front(running: Running) -> None:
 
 
 def test_stop_sequences_end_a_gathered_answer(running: Running) -> None:
-    _, _, body = running.call("POST", "/v1/completions", {"model": "stop", "prompt": "x", "stop": "STOP"})
+    _status, _headers, body = running.call(
+        "POST", "/v1/completions", {"model": "stop", "prompt": "x", "stop": "STOP"}
+    )
     assert (body["choices"][0]["text"], body["choices"][0]["finish_reason"]) == (" one two ", "stop")
 
 
@@ -358,7 +360,7 @@ def test_triton_dying_mid_stream_ends_it_with_an_error_event_not_a_silent_cut(ru
     [("failing", 500, None), ("dying", 502, "triton_broken"), ("rejecting", 400, "triton_rejected")],
 )
 def test_failures_of_gathered_answers(running: Running, model: str, status: int, code: str | None) -> None:
-    got, _, body = running.call("POST", "/v1/completions", {"model": model, "prompt": "x"})
+    got, _headers, body = running.call("POST", "/v1/completions", {"model": model, "prompt": "x"})
     assert got == status
     assert body["error"]["code"] == code
     if model == "rejecting":
@@ -366,7 +368,7 @@ def test_failures_of_gathered_answers(running: Running, model: str, status: int,
 
 
 def test_a_stream_triton_refuses_is_an_http_error_not_a_stream(running: Running) -> None:
-    status, _, body = running.call(
+    status, _headers, body = running.call(
         "POST", "/v1/completions", {"model": "rejecting", "prompt": "x", "stream": True}
     )
     assert (status, body["error"]["message"]) == (400, "max_tokens too big")
@@ -431,13 +433,15 @@ def test_errors(
 
 def test_an_unknown_model_leaves_no_series(running: Running) -> None:
     running.call("POST", "/v1/completions", {"model": "no-such-model", "prompt": "x", "stream": True})
-    _, _, text = running.call("GET", "/metrics")
+    _status, _headers, text = running.call("GET", "/metrics")
     assert "no-such-model" not in text
 
 
 def test_a_body_over_the_limit_is_refused() -> None:
     with run_front(max_body=100) as running:
-        status, _, body = running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x" * 200})
+        status, _headers, body = running.call(
+            "POST", "/v1/completions", {"model": "tiny", "prompt": "x" * 200}
+        )
     assert (status, body["error"]["code"]) == (413, "request_too_large")
 
 
@@ -450,7 +454,7 @@ def test_triton_unreachable_is_a_503() -> None:
             ("POST", "/v1/completions", {"model": "tiny", "prompt": "x", "stream": True}),
             ("GET", "/v1/models", None),
         ):
-            status, _, body = running.call(method, path, payload)
+            status, _headers, body = running.call(method, path, payload)
             assert (status, body["error"]["type"], body["error"]["code"]) == (
                 503,
                 "server_error",
