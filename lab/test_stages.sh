@@ -6,9 +6,8 @@
 # Both must end before the lab's e2e tests start: those measure requests under load, alone. Each
 # step prints its stage line (lab/stage.sh); a side job's output follows once it has ended.
 # The lab scenario runs with simple authentication and TARN's process runtime (molecule/lab/molecule.yml)
-# and the simple path's e2e tests; then the same nodes are converged with Kerberos and YARN's Docker
-# runtime (the LinuxContainerExecutor; the switch drains the workers), and the whole e2e suite runs
-# on that lab, as production runs (issues 33 and 34).
+# and the simple path's e2e tests; then the same nodes are converged with Kerberos, and the whole e2e
+# suite runs on that secure lab (issue 33). The Docker lab (issue 34) is not in CI yet (below).
 #
 # Usage: lab/test_stages.sh   (from make test, with the Makefile's environment)
 set -uo pipefail
@@ -49,12 +48,12 @@ if [[ $rc == 0 ]] && ! lab verify; then
   rc=1
 fi
 if [[ $rc == 0 ]]; then
-  # The secure Docker lab (issues 33 and 34), as production runs: the same nodes converged with
-  # Kerberos (KDC, keytabs, HDFS on SASL and HTTPS, ZooKeeper with SASL, Knox with SPNEGO) and YARN's
-  # Docker runtime (the lab's container-executor stand-in, a Docker engine per worker, the Triton
-  # image built here), a second converge that must change nothing, the node checks and the whole
-  # e2e suite, chaos included, its services in Docker containers.
-  secure() { TARN_LAB_SECURE=true TARN_LAB_DOCKER=true "$stage" "lab, Kerberos, Docker: $1" "${@:2}"; }
+  # The secure lab (issue 33), as production runs: the same nodes converged with Kerberos (KDC,
+  # keytabs, HDFS on SASL and HTTPS, ZooKeeper with SASL, Knox with SPNEGO), a second converge that
+  # must change nothing, the node checks and the whole e2e suite, chaos included.
+  # TARN_LAB_DOCKER=false: CI's Docker stage is not in yet (the Docker lab's suite was run by hand;
+  # its idempotence and CI time are not measured: docs/ci.md).
+  secure() { TARN_LAB_SECURE=true TARN_LAB_DOCKER=false "$stage" "lab, Kerberos: $1" "${@:2}"; }
   site=(ansible-playbook -i inventories/lab/hosts.yml lab/site.yml)
   ephemeral=$(mktemp -d) && ln -s "$PWD/inventories/lab" "$ephemeral/inventory"
   junit=build/e2e-secure-junit.xml
