@@ -216,4 +216,6 @@ def test_a_slow_stream_outlives_the_entrys_timeouts_and_each_event_arrives_at_on
     lags = sorted(arrived - float(str(event["sent"])) for event, arrived in paced)
     print(f"\n[/v1 through HAProxy] 40 events 50 ms apart: lag median {lags[20] * 1000:.1f} ms, "
           f"max {lags[-1] * 1000:.1f} ms")  # fmt: skip
-    assert lags[-1] < 0.05  # without http-no-delay: 100-200 ms, two events at a time
+    # The median: without http-no-delay it is ~105 ms (two events at a time, 100-200 ms); one late
+    # event on a loaded machine (CI runs this beside the lab's converge: 58 ms once) says nothing.
+    assert lags[20] < 0.05
