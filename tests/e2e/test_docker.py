@@ -11,8 +11,6 @@ there in Docker too (lab_client.runtime_args).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,9 +19,8 @@ import pytest
 from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support import ROOT
 from tests.support.lab import LAB_MASTER, LAB_USER, podman_exec, wait_for
-from tests.support.lab_service import CLUSTER, MODELS, ready_instances, tarn
+from tests.support.lab_service import CLUSTER, MODELS, ready_instances, serves, tarn
 
 pytestmark = pytest.mark.docker_lab
 
@@ -82,9 +79,4 @@ def test_each_instance_is_the_docker_container_yarn_named_with_tritonserver_as_t
         print(f"\n[docker] {row['container']} on {worker}: {len(top) - 1} processes; {tritons}")
         assert tritons, f"no tritonserver in {row['container']}: {top}"
         assert all(line.split()[1] in (user, uid) for line in tritons)
-        done = subprocess.run(
-            [sys.executable, str(ROOT / "examples" / "client.py"), "--url", f"{row['host']}:{PORT}",
-             "--protocol", "http", "--wait", "60"],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-        assert done.returncode == 0, f"{row['host']}:{PORT}: {done.stdout}{done.stderr}"
+        serves(row, PORT)

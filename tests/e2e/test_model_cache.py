@@ -17,7 +17,6 @@ import json
 import re
 import secrets
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,7 +30,7 @@ from tarn.payload import launcher_zipapp
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
 from tests.support.lab import LAB_MASTER, LAB_USER, container_log, podman_exec, wait_for
-from tests.support.lab_service import CLUSTER, MODELS, ready_instances, tarn
+from tests.support.lab_service import CLUSTER, MODELS, ready_instances, serves, tarn
 
 CACHE = "/var/lib/tarn/model-cache"
 SERVICES = {"tarn-e2e-cache-a": 8700, "tarn-e2e-cache-b": 8710}
@@ -62,15 +61,6 @@ def staged(row: dict[str, Any]) -> tuple[int, float, int]:
     found = STAGED.search(container_log(worker, row["container"]))
     assert found, f"no staging line in the log of {row['container']} on {worker}"
     return int(found[1]), float(found[2]), int(found[3])
-
-
-def serves(row: dict[str, Any], port: int) -> None:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "client.py"), "--url", f"{row['host']}:{port}",
-         "--protocol", "http", "--wait", "60"],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, f"{row['host']}:{port}: {done.stdout}{done.stderr}"
 
 
 def both_ready(rm: ResourceManager, name: str) -> Callable[[], list[dict[str, Any]] | None]:

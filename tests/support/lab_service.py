@@ -99,6 +99,16 @@ def run_playbook(playbook: str, extra: dict[str, Any]) -> str:
     return done.stdout
 
 
+def serves(row: dict[str, Any], port: int) -> None:
+    """The instance of ``row`` (its host) infers both example models on ``port`` (examples/client.py)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "client.py"), "--url", f"{row['host']}:{port}",
+         "--protocol", "http", "--wait", "60"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, f"{row['host']}:{port}: {done.stdout}{done.stderr}"
+
+
 def ready_instances(rm: ResourceManager, name: str, count: int) -> list[dict[str, Any]] | None:
     service = rm.service(name)
     rows = [r for r in instances_of(service or {}) if r["state"] == "READY"]
