@@ -73,6 +73,10 @@ class Tracked:
     unready_since: float | None = None  # first seen, or seen to stop answering ready; None: ready
     front: FrontSample | None = None  # the OpenAI front's last counters read
 
+    @property
+    def models_known(self) -> bool:
+        return self.models_at > Tracked.models_at
+
 
 @dataclass(frozen=True)
 class TickState:
@@ -501,7 +505,7 @@ def _view(
     c: Container, scrape: Scrape, load: Load | None, tracked: Tracked, drains: Mapping[str, Drain], now: float
 ) -> InstanceView:
     """``tracked``: after this scrape, but ``was_ready`` still the previous tick's."""
-    state = "DRAINING" if c.instance in drains else "READY" if scrape.ready else _not_ready(tracked)
+    state = "DRAINING" if c.instance in drains else _state(scrape.ready, tracked)
     sample = tracked.sample
     return InstanceView(
         instance=c.instance,
@@ -531,6 +535,14 @@ def _active(previous: TritonSample | None, current: TritonSample) -> bool:
     if previous is None:
         return False
     return (current.requests_ok, current.requests_failed) != (previous.requests_ok, previous.requests_failed)
+
+
+def _state(ready: bool, tracked: Tracked) -> str:
+    """READY waits for the model list to be read once: a znode must not announce an instance
+    whose models nobody knows (its index may not have answered under load)."""
+    if ready:
+        return "READY" if tracked.models_known else "STARTING"
+    return _not_ready(tracked)
 
 
 def _not_ready(tracked: Tracked) -> str:

@@ -345,7 +345,9 @@ def test_drains(
     after: Drain | None,
     decommission: tuple[str, ...],
 ) -> None:
-    quiet = Tracked(sample(110.0, 0.0, NOW - 2), last_activity=NOW - 30, was_ready=True)  # nothing since
+    quiet = Tracked(
+        sample(110.0, 0.0, NOW - 2), last_activity=NOW - 30, models_at=NOW - 2, was_ready=True
+    )  # nothing since
     one = (container(1), quiet, Scrape(ready, sample(110.0), None))
     drains = {} if before is None else {"triton-1": before}
     start, seen = world(settled(0, 2.0), one, drains=drains)
@@ -383,6 +385,20 @@ def test_views_and_registrations(
     assert plan.state.tracked["c-0"].was_ready is ready
     assert plan.state.tracked["c-0"].models == ("m",)
     assert ("c-0" in plan.state.serving) == (state == "READY")
+
+
+def test_a_ready_instance_is_announced_once_its_model_list_was_read() -> None:
+    """A Triton answering ready whose index did not answer (None) stays STARTING and is asked
+    again the next tick; a znode never announces models nobody read."""
+    start, seen = world((container(0), Tracked(), Scrape(True, None, None)))
+    plan = plan_tick(start, seen, (), NOW, POLICY)
+    assert (plan.views[0].state, plan.registrations) == ("STARTING", {})
+    watch, _state = plan_watch(plan.state, [container(0)], NOW + 1)
+    assert watch.want_models == {"c-0"}
+    start, seen = world((container(0), plan.state.tracked["c-0"], Scrape(True, None, ("m",))))
+    plan = plan_tick(start, seen, (), NOW + 1, POLICY)
+    assert plan.views[0].state == "READY"
+    assert json.loads(plan.registrations["c-0"])["models"] == ["m"]
 
 
 @pytest.mark.parametrize(
