@@ -1,6 +1,7 @@
 """The dashboard's charts in a real headless Chromium: the controller's own loop, API and page
-(the ResourceManager and the Triton instances are the unit tests' fakes), the page's script run by
-the browser, values read off the rendered DOM. The screenshot is kept in build/artifacts."""
+(the ResourceManager and the Triton instances are the unit tests' fakes; the OpenAI fronts answer
+with the /metrics text tarn.stdlib.openai.counters writes), the page's script run by the browser,
+values read off the rendered DOM. The screenshots are kept in build/artifacts."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pytest
 
 from tarn.controller.server import Api, serve
 from tarn.stdlib.api_token import Secret
-from tests.support.controller import TOKEN, Lab, make
+from tarn.stdlib.openai.counters import Counters
+from tests.support.controller import TOKEN, FrontScraper, Lab, make
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "build" / "artifacts"
@@ -32,6 +34,33 @@ def scaled() -> Iterator[tuple[Lab, str]]:
     lab.scraper.inflight = {"triton-0": 6.0, "triton-1": 6.0}  # load 1.5 each: above --scale-up
     lab.ticks(6)
     assert any(e.direction == "up" for e in lab.controller.snapshot.history), "the fake load did not scale"
+    server = serve(Api(lab.controller, Secret(TOKEN)), "127.0.0.1", 0)
+    try:
+        yield lab, f"http://127.0.0.1:{server.server_address[1]}/dashboard?token={TOKEN}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def generating() -> Iterator[tuple[Lab, str]]:
+    """A service of 2 whose OpenAI fronts generate for alice and bob, served on loopback."""
+    lab = make(instances=2, scraper_type=FrontScraper, openai_port=9000, anti_affinity=False, port_stride=10)
+    assert isinstance(lab.scraper, FrontScraper)
+    lab.scraper.inflight = {"triton-0": 1.0, "triton-1": 1.0}
+    fronts = {"triton-0": Counters(), "triton-1": Counters()}
+    lab.scraper.fronts = fronts
+    lab.ticks(1)  # the fronts' baselines
+    for tick in range(4):  # alice: 7 + 20 tokens a tick on triton-0; bob: one on triton-1, cancelled
+        fronts["triton-0"].ended("alice", "tiny_lm", "completed", 7, 20)
+        fronts["triton-0"].first_token_after("tiny_lm", 0.04)
+        for _token in range(19):
+            fronts["triton-0"].between_tokens_took("tiny_lm", 0.02)
+        if tick == 0:
+            fronts["triton-1"].ended("bob", "tiny_lm", "cancelled", 3, 9)
+            fronts["triton-1"].first_token_after("tiny_lm", 0.3)
+            fronts["triton-1"].stream_started("tiny_lm")  # still streaming
+        lab.ticks(1)
     server = serve(Api(lab.controller, Secret(TOKEN)), "127.0.0.1", 0)
     try:
         yield lab, f"http://127.0.0.1:{server.server_address[1]}/dashboard?token={TOKEN}"
@@ -80,3 +109,33 @@ def test_the_charts_show_the_rise_and_the_scale_event(scaled: tuple[Lab, str]) -
     assert TOKEN not in dom.replace(url, "")
     assert shot.stat().st_size > 20_000
     print(f"\n[dashboard] {points} points, target {target}, add_one {rate:.1f} req/s; screenshot {shot}")
+
+
+def test_the_llm_section_shows_the_tokens_the_fronts_counted(generating: tuple[Lab, str]) -> None:
+    _lab, url = generating
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "dashboard-llm.png"
+    shot.unlink(missing_ok=True)
+    dom = browse("--dump-dom", url).stdout
+    browse(f"--screenshot={shot}", "--window-size=1280,2200", url)
+
+    # the tables, swapped in by the script from /dashboard: what the fronts' text said, summed
+    section = dom[dom.index("LLM (OpenAI API)") :]
+    users = re.findall(r"<tr><td>(\w+)</td><td>tiny_lm</td>" + r"<td>(\d+)</td>" * 3, section)
+    assert users == [("alice", "28", "80", "4"), ("bob", "3", "9", "1")]
+    model = re.search(r"<td>tiny_lm</td><td>(\d+)</td><td>([\d.]+) ms</td><td>([\d.]+) ms</td>", section)
+    assert model is not None
+    assert model[1] == "1"  # bob's stream, still in flight
+    assert 25 <= float(model[2]) <= 50  # p50: alice's four at 40 ms, in the (25, 50] ms bucket
+    assert 250 <= float(model[3]) <= 500  # p99: bob's 300 ms, in the (250, 500] ms bucket
+    containers = dom[dom.index("<h2>Containers</h2>") : dom.index("<h2>Models</h2>")]
+    assert "<th>streams</th>" in containers
+    # the charts of /dashboard/data: tokens per second over the last 2 s tick, streams now
+    charts = attribute(dom, r'data-chart="([a-z]+)"')
+    assert charts == ["instances", "load", "requests", "latency", "gpu", "tokens", "streams", "ttft"]
+    assert attribute(dom, r'data-series="completion_tokens_per_s" data-last="([\d.]+)"') == ["10"]
+    assert attribute(dom, r'data-series="prompt_tokens_per_s" data-last="([\d.]+)"') == ["3.5"]
+    assert attribute(dom, r'data-series="streams" data-last="(\d+)"') == ["1"]
+    assert TOKEN not in dom.replace(url, "")
+    assert shot.stat().st_size > 20_000
+    print(f"\n[dashboard] LLM section: {users}; screenshot {shot}")

@@ -9,11 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tarn.controller.fronts import parse_front_metrics
 from tarn.controller.loop import ControlLoop
 from tarn.controller.observe import Container, Scrape
 from tarn.controller.registry import RegistryPlan
 from tarn.controller.signals import ModelCounters, TritonSample
 from tarn.stdlib.config import TarnConfig, validate
+from tarn.stdlib.openai.counters import Counters, prometheus_text
 
 TOKEN = "t0k3n-Secret"  # noqa: S105 - a test token
 AUTH = {"X-TARN-Token": TOKEN}
@@ -104,6 +106,23 @@ class ModelScraper(FakeScraper):
             k: replace(s, models=MODELS if s.models is not None else None)
             for k, s in super().scrape_all(containers, want_models).items()
         }
+
+
+class FrontScraper(FakeScraper):
+    """Triton as FakeScraper's, and each instance's OpenAI front answering from ``fronts``
+    (instance name -> its counters now), read through the text the front serves on /metrics."""
+
+    def __init__(self, clock: list[float]) -> None:
+        super().__init__(clock)
+        self.fronts: dict[str, Counters] = {}
+
+    def scrape_all(self, containers: list[Container], want_models: set[str]) -> dict[str, Scrape]:
+        scrapes = super().scrape_all(containers, want_models)
+        for c in containers:
+            if c.instance in self.fronts and c.container_id in scrapes:
+                text = prometheus_text(self.fronts[c.instance])
+                scrapes[c.container_id] = replace(scrapes[c.container_id], front=parse_front_metrics(text))
+        return scrapes
 
 
 @dataclass

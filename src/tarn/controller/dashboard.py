@@ -5,6 +5,11 @@ reloads itself).
 Every value is escaped. The page never shows the token or any secret: the snapshot holds none.
 With Ranger on, the caller passes a snapshot cut to the models the viewer may list, and the
 policies' health: the page says when they are stale or missing.
+
+Where OpenAI fronts run (``--openai-port``), a section "LLM (OpenAI API)" shows their figures
+(tarn.controller.llm, cut the same way): tokens and requests per user and model, streams and token
+timings per model; the containers table gains each front's streams, the charts the tokens per second,
+the streams and the time to first token.
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ from __future__ import annotations
 import time
 from html import escape
 
+from tarn.controller.llm import LlmView, ModelRow, UserModelRow
 from tarn.controller.snapshot import InstanceView, Snapshot
 from tarn.ranger.state import Health
 
 STYLE = """
 body{font:14px system-ui,sans-serif;margin:1.5em;color:#1d2430;background:#f7f8fa}
 h1{font-size:1.4em;margin:0 0 .2em} h2{font-size:1.1em;margin:1.4em 0 .4em}
+h3{font-size:1em;margin:1em 0 .3em}
 table{border-collapse:collapse;background:#fff;min-width:40em}
 th,td{border:1px solid #d5d9e0;padding:.3em .6em;text-align:left}
 th{background:#eef1f5} .READY{color:#137333} .DRAINING{color:#b06000}
@@ -29,12 +36,23 @@ th{background:#eef1f5} .READY{color:#137333} .DRAINING{color:#b06000}
 .chart svg{width:100%;height:auto} .legend{font-size:.9em} .legend span{margin-right:1em}
 """
 CHARTS = ("instances", "load", "requests", "latency", "gpu")  # the ids /dashboard.js draws into
+LLM_CHARTS = ("tokens", "streams", "ttft")  # drawn too where OpenAI fronts run
 
 
 def render_dashboard(
-    snap: Snapshot, refresh_s: int = 5, ranger: Health | None = None, user: str | None = None
+    snap: Snapshot,
+    refresh_s: int = 5,
+    ranger: Health | None = None,
+    user: str | None = None,
+    llm: LlmView | None = None,
 ) -> str:
-    """``ranger``: the policies' health (None: Ranger off); ``user``: who the models are shown for."""
+    """``ranger``: the policies' health (None: Ranger off); ``user``: who the models are shown for;
+    ``llm``: the OpenAI fronts' figures, cut like the snapshot (None or not ``shown``: no section)."""
+    fronts = llm is not None and llm.shown
+    charts = CHARTS + LLM_CHARTS if fronts else CHARTS
+    container_columns = ["instance", "state", "host", "HTTP", "load", "req/s", "GPUs", "models", "container"]
+    if fronts:
+        container_columns.insert(6, "streams")
     ready = sum(1 for i in snap.instances if i.state == "READY")
     cards = [
         ("service", snap.service),
@@ -76,14 +94,11 @@ def render_dashboard(
         *(f"<p>{escape(n)}</p>" for n in notes),
         "</div>",
         '<div id="charts" class="charts">',
-        *(f'<div class="chart" id="chart-{chart}"></div>' for chart in CHARTS),
+        *(f'<div class="chart" id="chart-{chart}"></div>' for chart in charts),
         "</div>",
         '<div id="live-tables">',
         "<h2>Containers</h2>",
-        _table(
-            ["instance", "state", "host", "HTTP", "load", "req/s", "GPUs", "models", "container"],
-            [_container_row(i) for i in snap.instances],
-        ),
+        _table(container_columns, [_container_row(i, fronts) for i in snap.instances]),
         "<h2>Models</h2>",
         _table(
             [
@@ -99,6 +114,7 @@ def render_dashboard(
             ],
             _model_rows(snap),
         ),
+        *(_llm_section(llm) if llm is not None and fronts else ()),
         "<h2>Scaling history</h2>",
         _table(
             ["time", "direction", "target", "reason"],
@@ -111,10 +127,12 @@ def render_dashboard(
     return "\n".join(parts)
 
 
-def _container_row(i: InstanceView) -> list[str]:
+def _container_row(i: InstanceView, fronts: bool) -> list[str]:
+    """``fronts``: the column of each OpenAI front's streams in flight ("-" where none runs)."""
     gpus = ", ".join(
         f"{g.uuid[-8:]} {g.utilization:.0%} {g.memory_used_bytes / 2**30:.1f} GiB" for g in i.gpus
     )
+    streams = ["-" if i.front_streams is None else _count(i.front_streams)] if fronts else []
     return [
         i.instance,
         i.state,
@@ -122,10 +140,51 @@ def _container_row(i: InstanceView) -> list[str]:
         f"{i.ip}:{i.http_port}",
         f"{i.load.value:.2f}" if i.load else "-",
         f"{i.load.request_rate:.1f}" if i.load else "-",
+        *streams,
         gpus or "none",
         ", ".join(i.models) or "-",
         i.container_id,
     ]
+
+
+def _llm_section(llm: LlmView) -> list[str]:
+    return [
+        '<h2 id="llm">LLM (OpenAI API)</h2>',
+        f"<p>{llm.fronts} instance(s) running a front. Tokens, requests and timings since the "
+        "controller started; streams now. Time-to-first-token p50 and p99 are estimated from the "
+        "fronts' histogram buckets (as Prometheus' histogram_quantile), the means are exact.</p>",
+        "<h3>By user and model</h3>",
+        _table(
+            ["user", "model", "prompt tokens", "completion tokens", "requests", "cancelled", "failed"],
+            [_user_row(r) for r in llm.users],
+        ),
+        "<h3>By model</h3>",
+        _table(
+            [
+                "model",
+                "streams in flight",
+                "first token p50",
+                "first token p99",
+                "first token mean",
+                "between tokens mean",
+            ],
+            [_llm_model_row(m) for m in llm.models],
+        ),
+    ]
+
+
+def _user_row(r: UserModelRow) -> list[str]:
+    counts = (r.prompt_tokens, r.completion_tokens, r.requests, r.cancelled, r.failed)
+    return [r.user, r.model, *map(_count, counts)]
+
+
+def _llm_model_row(m: ModelRow) -> list[str]:
+    times = (m.first_token_p50_s, m.first_token_p99_s, m.first_token_mean_s, m.between_tokens_mean_s)
+    return [m.model, _count(m.streams), *map(_ms, times)]
+
+
+def _count(value: float) -> str:
+    return f"{value:.0f}"
 
 
 def _model_rows(snap: Snapshot) -> list[list[str]]:

@@ -2,7 +2,8 @@
 controller only; nothing comes from a CDN). Every refresh it fetches /dashboard/data (charts)
 and /dashboard (cards and tables) with the page's own query (its ?token= if it has one), and
 swaps them in place: no full reload. Charts are plain SVG; each series' last value and each
-scaling event are in data attributes, for people and tests to read."""
+scaling event are in data attributes, for people and tests to read. A chart whose box the page
+lacks is not drawn (the OpenAI fronts' charts, on a service without fronts)."""
 
 DASHBOARD_JS = r"""
 "use strict";
@@ -19,7 +20,13 @@ DASHBOARD_JS = r"""
     {id: "latency", title: "Latency: mean, slowest model's p99, queue (ms)", unit: "ms", scale: 1000,
       series: [["latency_s", "#1a73e8"], ["p99_s", "#a50e0e"], ["queue_s", "#b06000"]]},
     {id: "gpu", title: "GPU utilization (mean)", unit: "%", scale: 100, series: [
-      ["gpu_utilization", "#137333"]]}
+      ["gpu_utilization", "#137333"]]},
+    {id: "tokens", title: "LLM tokens per second (OpenAI fronts, every user and model)", unit: "/s",
+      series: [["prompt_tokens_per_s", "#b06000"], ["completion_tokens_per_s", "#1a73e8"]]},
+    {id: "streams", title: "LLM streams in flight", unit: "", integer: true, series: [
+      ["streams", "#1a73e8"]]},
+    {id: "ttft", title: "Time to first token: the slowest model's p99 per tick (ms)", unit: "ms",
+      scale: 1000, series: [["first_token_p99_s", "#a50e0e"]]}
   ];
 
   function el(name, attrs, parent) {
@@ -41,6 +48,7 @@ DASHBOARD_JS = r"""
 
   function draw(chart, data) {
     var box = document.getElementById("chart-" + chart.id);
+    if (!box) { return; }
     var points = data.points;
     var t0 = points.length ? points[0].at : 0, t1 = points.length ? points[points.length - 1].at : 1;
     var scale = chart.scale || 1, max = 0;

@@ -5,6 +5,9 @@ Each instance that runs the front (``--openai-port``) is scraped at ``/metrics``
 Between two samples of one front, :func:`front_deltas` takes each series' increase, as
 Prometheus' ``increase()`` does: a series that went down belongs to a front that restarted and
 counts from zero; a series first seen counts whole; the first sample of a front is the baseline.
+A series that did not move is kept with 0, so the totals hold every bucket of a histogram (a
+quantile estimated from buckets needs the empty ones' bounds) and a counter exists from 0 before
+its first increase (which Prometheus' ``rate()`` would miss otherwise).
 The controller adds the increases of every front into totals since it started (so a front that
 restarts sets nothing back), and :func:`families` renders them under the fronts' own names, every
 instance together: tokens and outcomes by user and model, the time-to-first-token and
@@ -74,9 +77,7 @@ def front_deltas(previous: FrontSample | None, current: FrontSample) -> dict[Ser
     deltas = {}
     for series, now in current.counters.items():
         then = previous.counters.get(series, 0.0)
-        increase = now - then if now >= then else now
-        if increase:
-            deltas[series] = increase
+        deltas[series] = now - then if now >= then else now
     return deltas
 
 

@@ -164,8 +164,8 @@ def _openai(snap: Snapshot, totals: dict[Series, float]) -> Iterator[Metric]:
         labels=INSTANCE_LABELS,
     )
     for i in snap.instances:
-        if i.openai_port is not None:
-            streams.add_metric([i.instance, i.container_id, i.host], sum(v for _m, v in i.openai_streams))
+        if i.front_streams is not None:
+            streams.add_metric([i.instance, i.container_id, i.host], i.front_streams)
     yield streams
 
 

@@ -37,6 +37,8 @@ from urllib.parse import parse_qs, urlsplit
 from tarn.activator.demand import Report
 from tarn.controller.dashboard import render_dashboard
 from tarn.controller.dashboard_script import DASHBOARD_JS
+from tarn.controller.llm import LlmView
+from tarn.controller.llm import view as llm_view
 from tarn.controller.metrics import metrics_registry, render
 from tarn.controller.publication import Controller
 from tarn.controller.snapshot import Snapshot
@@ -158,16 +160,33 @@ class Api:
         self._lock = threading.Lock()
         self.registry = metrics_registry(controller, self.counts, authorizer)
 
-    def snapshot_for(self, headers: Any, client_ip: str | None = None) -> Snapshot:
-        """The published snapshot as the requester may see it: with Ranger, the models they may
-        ``list`` (none without a requester); without, all."""
-        snap = self.controller.snapshot
+    def may_list(self, headers: Any, client_ip: str | None = None) -> Callable[[str], bool] | None:
+        """Which models the requester may see: with Ranger, those they may ``list`` (none without
+        a requester), each asked once; None without Ranger (all)."""
         if self.authorizer is None:
-            return snap
-        user, authorizer = requester(headers), self.authorizer
-        return with_visible_models(
-            snap, lambda model: user is not None and authorizer.allowed(user, model, "list", client_ip)
-        )
+            return None
+        user, authorizer, seen = requester(headers), self.authorizer, dict[str, bool]()
+
+        def visible(model: str) -> bool:
+            if model not in seen:
+                seen[model] = user is not None and authorizer.allowed(user, model, "list", client_ip)
+            return seen[model]
+
+        return visible
+
+    def snapshot_for(self, headers: Any, client_ip: str | None = None) -> Snapshot:
+        """The published snapshot as the requester may see it (``may_list``)."""
+        snap, may_list = self.controller.snapshot, self.may_list(headers, client_ip)
+        return snap if may_list is None else with_visible_models(snap, may_list)
+
+    def dashboard_for(self, headers: Any, client_ip: str | None = None) -> tuple[Snapshot, LlmView]:
+        """The snapshot and the OpenAI fronts' figures (their totals since the controller started,
+        the snapshot's streams) as the requester may see them, Ranger asked once per model."""
+        snap, may_list = self.controller.snapshot, self.may_list(headers, client_ip)
+        llm = llm_view(self.controller.counters.openai, snap.instances)
+        if may_list is None:
+            return snap, llm
+        return with_visible_models(snap, may_list), llm.visible(may_list)
 
     def counts(self) -> dict[tuple[str, str], int]:
         with self._lock:
@@ -303,12 +322,14 @@ def _instances(api: Api, query: dict[str, str], headers: Any, client_ip: str) ->
 
 def _dashboard(api: Api, headers: Any, client_ip: str) -> tuple[int, str, bytes]:
     ranger = None if api.authorizer is None else api.authorizer.health()
-    page = render_dashboard(api.snapshot_for(headers, client_ip), ranger=ranger, user=requester(headers))
+    snap, llm = api.dashboard_for(headers, client_ip)
+    page = render_dashboard(snap, ranger=ranger, user=requester(headers), llm=llm)
     return 200, "text/html; charset=utf-8", page.encode()
 
 
 def _dashboard_data(api: Api) -> tuple[int, str, bytes]:
-    """The charts' points and the scaling events: no model or user names, the same for every viewer."""
+    """The charts' points (the OpenAI fronts' too, every user and model together) and the scaling
+    events: no model or user names, the same for every viewer."""
     snap, config = api.controller.snapshot, api.controller.config
     return _json(
         200,

@@ -40,6 +40,11 @@ class InstanceView:
     openai_port: int | None = None  # its OpenAI front's, None without one
     openai_streams: tuple[tuple[str, float], ...] = ()  # its front's streams in flight by model, last read
 
+    @property
+    def front_streams(self) -> float | None:
+        """Its front's streams in flight, every model together; None where no front runs."""
+        return None if self.openai_port is None else sum(v for _model, v in self.openai_streams)
+
     def record(self, service: str) -> JSON:
         """The discovery record: the znode's JSON (docs/discovery.md). ``openai_port`` only where
         the instance runs the OpenAI front: a reader routes ``/v1`` to the instances that have it."""

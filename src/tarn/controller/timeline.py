@@ -1,11 +1,13 @@
 """The dashboard's charts: one point per tick over a recent window, from the published snapshots
-(pure, bounded). Points carry no model or user names, so every viewer may see them."""
+(pure, bounded). Points carry no model or user names, so every viewer may see them: the OpenAI
+fronts' figures are every user and model together (tarn.controller.llm), None without a front."""
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import asdict, dataclass
 
+from tarn.controller import llm
 from tarn.controller.snapshot import Snapshot
 
 WINDOW_POINTS = 900  # 30 minutes of 2 s ticks
@@ -26,9 +28,14 @@ class Point:
     queue_s: float | None  # mean queue time, request-weighted over the models
     gpu_utilization: float | None  # mean over every GPU
     gpu_memory_used: float | None  # bytes, every GPU together
+    prompt_tokens_per_s: float | None = None  # through the OpenAI fronts, over the tick
+    completion_tokens_per_s: float | None = None
+    first_token_p99_s: float | None = None  # the slowest model's time to first token, over the tick
+    streams: float | None = None  # generations streaming through the fronts now
 
 
-def point_of(snap: Snapshot) -> Point:
+def point_of(snap: Snapshot, since: float | None = None) -> Point:
+    """``since``: the wall clock of the previous tick that counted (the fronts' rates' interval)."""
     loads = [i.load for i in snap.instances if i.load is not None]
     rate = sum(load.request_rate for load in loads)
     inflight = sum(load.inflight for load in loads)
@@ -38,6 +45,10 @@ def point_of(snap: Snapshot) -> Point:
         (m.queue_s, m.requests_per_s) for m in snap.models if m.queue_s is not None and m.requests_per_s
     ]
     weight = sum(r for _q, r in queued)
+    with_front = [i.front_streams for i in snap.instances if i.front_streams is not None]
+    tokens = llm.tick_figures(
+        snap.events.front_deltas if snap.events else (), snap.at - since if since and with_front else None
+    )
     return Point(
         at=snap.at,
         target=snap.target,
@@ -52,6 +63,10 @@ def point_of(snap: Snapshot) -> Point:
         queue_s=sum(q * r for q, r in queued) / weight if weight else None,
         gpu_utilization=sum(g.utilization for g in gpus) / len(gpus) if gpus else None,
         gpu_memory_used=sum(g.memory_used_bytes for g in gpus) if gpus else None,
+        prompt_tokens_per_s=tokens.prompt_tokens_per_s,
+        completion_tokens_per_s=tokens.completion_tokens_per_s,
+        first_token_p99_s=tokens.first_token_p99_s,
+        streams=sum(with_front) if with_front else None,
     )
 
 
@@ -60,10 +75,13 @@ class Timeline:
 
     def __init__(self, size: int = WINDOW_POINTS) -> None:
         self._points: deque[Point] = deque(maxlen=size)
+        self._counted_at: float | None = None  # the last trusted tick's: its increases end there
 
     def add(self, snap: Snapshot) -> None:
         if snap.at:
-            self._points.append(point_of(snap))
+            self._points.append(point_of(snap, self._counted_at))
+            if snap.events is not None:  # an untrusted tick read no front
+                self._counted_at = snap.at
 
     def points(self) -> list[dict[str, float | int | None]]:
         return [asdict(p) for p in list(self._points)]  # list(): a copy, safe against the loop's append

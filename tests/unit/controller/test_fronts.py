@@ -16,9 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.controller.fronts import FrontSample, Series, front_deltas, parse_front_metrics, streams_by_model
 from tarn.controller.metrics import metrics_registry, render
-from tarn.controller.observe import Container, Scrape, Scraper
+from tarn.controller.observe import Container, Scraper
 from tarn.stdlib.openai.counters import Counters, prometheus_text
-from tests.support.controller import FakeScraper, make
+from tests.support.controller import FrontScraper, make
 
 
 def counted(
@@ -65,7 +65,7 @@ def test_a_fronts_text_parses_into_its_series() -> None:
     ("before", "after", "increase"),
     [
         (None, 10.0, None),  # a front's first sample: the baseline
-        ({PROMPT: 10.0}, 10.0, None),  # nothing new
+        ({PROMPT: 10.0}, 10.0, 0.0),  # nothing new: kept, so every bucket and counter is in the totals
         ({PROMPT: 10.0}, 25.0, 15.0),
         ({PROMPT: 30.0}, 4.0, 4.0),  # went down: the front restarted, counting from zero since
         ({}, 6.0, 6.0),  # a series first seen (a new user or model) counts whole
@@ -84,23 +84,6 @@ def test_streams_are_summed_by_model() -> None:
 
 
 # ---- the whole way: ticks, totals, /metrics
-
-
-class FrontScraper(FakeScraper):
-    """Triton as FakeScraper's, and each instance's front answering from ``fronts`` (instance
-    name -> its counters now)."""
-
-    def __init__(self, clock: list[float]) -> None:
-        super().__init__(clock)
-        self.fronts: dict[str, Counters] = {}
-
-    def scrape_all(self, containers: list[Container], want_models: set[str]) -> dict[str, Scrape]:
-        scrapes = super().scrape_all(containers, want_models)
-        for c in containers:
-            if c.instance in self.fronts and c.container_id in scrapes:
-                text = prometheus_text(self.fronts[c.instance])
-                scrapes[c.container_id] = replace(scrapes[c.container_id], front=parse_front_metrics(text))
-        return scrapes
 
 
 def exposed(lab_controller: object) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -140,7 +123,8 @@ def test_the_controller_sums_every_fronts_counters_since_it_started() -> None:
     alice = (("model", "tiny_lm"), ("user", "alice"))
     assert seen[("tarn_openai_prompt_tokens_total", alice)] == 7 + 4 + 2
     assert seen[("tarn_openai_completion_tokens_total", alice)] == 20 + 16 + 1
-    assert ("tarn_openai_prompt_tokens_total", (("model", "tiny_lm"), ("user", "bob"))) not in seen
+    # bob's generation was in triton-1's baseline: his series exist, counting nothing since the start
+    assert seen[("tarn_openai_prompt_tokens_total", (("model", "tiny_lm"), ("user", "bob")))] == 0
     outcomes = {
         dict(labels)["outcome"]: value
         for (name, labels), value in seen.items()
@@ -150,6 +134,8 @@ def test_the_controller_sums_every_fronts_counters_since_it_started() -> None:
     ttft = (("le", "+Inf"), ("model", "tiny_lm"))
     assert seen[("tarn_openai_time_to_first_token_seconds_bucket", ttft)] == 3  # histograms add up too
     assert seen[("tarn_openai_time_to_first_token_seconds_count", (("model", "tiny_lm"),))] == 3
+    empty = (("le", "0.01"), ("model", "tiny_lm"))  # no first token that fast: its bucket still there
+    assert seen[("tarn_openai_time_to_first_token_seconds_bucket", empty)] == 0
     assert seen[("tarn_openai_streams_in_flight", (("model", "tiny_lm"),))] == 1  # now, not a total
     per_instance = {
         dict(labels)["instance"]: value

@@ -7,17 +7,27 @@ import re
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tarn.controller.fronts import FAMILIES, STREAMS
 from tarn.controller.metrics import metrics_registry, render
+from tarn.stdlib.openai.counters import Counters
 from tests.support import ROOT
-from tests.support.controller import make
+from tests.support.controller import FrontScraper, make
 
 DASHBOARD = ROOT / "grafana" / "tarn-dashboard.json"
 
 
 def exposed_series() -> set[str]:
-    lab = make(instances=2)
+    """With an OpenAI front that generated once, so its histograms' _bucket samples are there."""
+    lab = make(instances=2, scraper_type=FrontScraper, openai_port=9000, anti_affinity=False, port_stride=10)
+    assert isinstance(lab.scraper, FrontScraper)
     lab.scraper.inflight = {"triton-0": 1.0}
-    lab.ticks(3)
+    front = Counters()
+    lab.scraper.fronts = {"triton-0": front}
+    lab.ticks(1)  # the front's baseline
+    front.ended("alice", "tiny_lm", "completed", 3, 2)
+    front.first_token_after("tiny_lm", 0.04)
+    front.between_tokens_took("tiny_lm", 0.02)
+    lab.ticks(2)
     text = render(metrics_registry(lab.controller, dict)).decode()
     return {sample.name for family in text_string_to_metric_families(text) for sample in family.samples} | {
         # families that may be empty without GPUs or failures: declared, so listed by name
@@ -42,3 +52,13 @@ def test_the_seeds_metrics_each_have_a_panel() -> None:
     for name in ("tarn_target_containers", "tarn_running_containers", "tarn_container_load",
                  "tarn_gpu_utilization", "tarn_gpu_memory_used"):  # fmt: skip
         assert name in text, name
+
+
+def test_the_openai_fronts_series_each_have_a_panel() -> None:
+    board = json.loads(DASHBOARD.read_text())
+    exprs = " ".join(t["expr"] for panel in board["panels"] for t in panel["targets"])
+    for family in [*FAMILIES, STREAMS, "tarn_container_openai_streams"]:
+        assert family in exprs, family
+    for quantile in ("0.5", "0.99"):
+        buckets = "(rate(tarn_openai_time_to_first_token_seconds_bucket"
+        assert f"histogram_quantile({quantile}, sum by (model, le) {buckets}" in exprs
