@@ -130,7 +130,8 @@ def test_the_topology_is_the_one_the_smoke_test_runs() -> None:
         assert ours[role]["name"] == theirs[role]["name"]
         assert ours[role]["enabled"] == theirs[role]["enabled"] == "true"
     assert ours["authentication"]["params"] == theirs["authentication"]["params"]
-    assert ours["ha"]["params"] == theirs["ha"]["params"]
+    # the smoke test serves /v2 only; the role adds the OpenAI fronts (TRITON-OPENAI) after TRITON
+    assert ours["ha"]["params"][:1] == theirs["ha"]["params"]
     # The smoke test names the gateway-level alias tarn.api.token; the role one alias per topology,
     # and it sets the per-controller time limit the smoke test leaves at its default.
     authz = dict(ours["authorization"]["params"])
@@ -139,7 +140,7 @@ def test_the_topology_is_the_one_the_smoke_test_runs() -> None:
         "tarn.token.alias": "tarn.api.token.tarn",
         "tarn.timeout.ms": "3000",
     }
-    assert [s.findtext("role") for s in mine.findall("service")] == ["TRITON"]
+    assert [s.findtext("role") for s in mine.findall("service")] == ["TRITON", "TRITON-OPENAI"]
     assert mine.find("service/url") is None
 
 
@@ -152,15 +153,56 @@ def test_the_ha_provider_reads_the_instances_from_zookeeper() -> None:
             "TRITON",
             "enabled=true;maxFailoverAttempts=3;failoverSleep=1000;enableLoadBalancing=true;"
             "zookeeperEnsemble=zk1:2181,zk2:2181,zk3:2181;zookeeperNamespace=/services/triton",
-        )
+        ),
+        (
+            "TRITON-OPENAI",
+            "enabled=true;maxFailoverAttempts=3;failoverSleep=1000;enableLoadBalancing=false;"
+            "zookeeperEnsemble=zk1:2181,zk2:2181,zk3:2181;zookeeperNamespace=/services/triton",
+        ),
     ]
 
 
 def test_the_triton_service_has_no_url() -> None:
     [topology] = topologies(templar())
-    [service] = topology.findall("service")
+    service = topology.findall("service")[0]
     assert [child.tag for child in service] == ["role"]
     assert service.findtext("role") == "TRITON"
+
+
+def test_the_openai_fronts_are_served_with_a_read_timeout_for_long_streams() -> None:
+    [topology] = topologies(templar())
+    openai = topology.findall("service")[1]
+    assert openai.findtext("role") == "TRITON-OPENAI"
+    assert openai.find("url") is None
+    params = {p.findtext("name"): p.findtext("value") for p in openai.findall("param")}
+    assert params == {"httpclient.socketTimeout": "600s"}
+    site = properties(render("gateway-site.xml.j2", templar()))
+    assert site["gateway.idle.timeout"] == "600000"
+    [longer] = topologies(templar(knox_openai_read_timeout_s=1800))
+    assert longer.findall("service")[1].findtext("param/value") == "1800s"
+    assert properties(render("gateway-site.xml.j2", templar(knox_openai_read_timeout_s=60)))[
+        "gateway.idle.timeout"
+    ] == "300000"  # Knox's default stays the floor
+
+
+def test_without_openai_the_topology_serves_v2_alone() -> None:
+    t = templar(knox_openai=False)
+    [topology] = topologies(t)
+    assert [s.findtext("role") for s in topology.findall("service")] == ["TRITON"]
+    assert [name for name, _ in providers(topology)["ha"]["params"]] == ["TRITON"]
+    assert properties(render("gateway-site.xml.j2", t))["gateway.idle.timeout"] == "300000"
+
+
+def test_the_openai_service_definition_routes_v1_to_tarns_dispatch() -> None:
+    service = parse((ROLE / "files" / "services" / "triton-openai" / "1.0.0" / "service.xml").read_text())
+    assert service.get("role") == "TRITON-OPENAI"
+    assert [r.get("path") for r in service.findall("routes/route")] == ["/triton/v1/**?**"]
+    dispatch = service.find("dispatch")
+    assert dispatch is not None
+    assert dispatch.get("ha-classname") == "tarn.knox.dispatch.OpenAIHaDispatch"
+    params = {p.findtext("name"): p.findtext("value") for p in dispatch.findall("param")}
+    assert "X-TARN-User" in (params["requestExcludeHeaders"] or "").split(",")
+    assert "rewrite" not in [p.get("role") for p in service.findall("policies/policy")]
 
 
 def test_each_tarn_service_gets_its_own_topology_namespace_and_alias() -> None:
@@ -246,7 +288,12 @@ def test_gateway_site_is_the_gateway_home_one_plus_the_listen_address_and_no_por
     mine = properties(render("gateway-site.xml.j2", templar()))
     seed = properties(SEED_GATEWAY_SITE.read_text())
     # port mapping off: it scans the whole configuration with a regex on every request
-    expected = {**seed, "gateway.host": "0.0.0.0", "gateway.port.mapping.enabled": "false"}  # noqa: S104
+    expected = {
+        **seed,
+        "gateway.host": "0.0.0.0",  # noqa: S104
+        "gateway.port.mapping.enabled": "false",
+        "gateway.idle.timeout": "600000",  # the OpenAI streams' longest pause (knox_openai_read_timeout_s)
+    }
     assert mine == expected
 
 

@@ -27,13 +27,20 @@ import java.util.Set;
  * {@code *} is asked of TARN literally: only a policy for every model ({@code *}) allows it.
  */
 public final class TritonRequest {
-  public enum Kind { SERVER, MODEL, DENIED }
+  /**
+   * SERVER: no model, allowed; MODEL: {@link #action} on {@link #model}; MODEL_IN_BODY:
+   * {@link #action} on the model the JSON body's "model" names (OpenAI's generations);
+   * MODEL_LIST: allowed, the answer's list cut to the models the user may {@code list}
+   * (OpenAI's /v1/models); DENIED: refused without asking.
+   */
+  public enum Kind { SERVER, MODEL, MODEL_IN_BODY, MODEL_LIST, DENIED }
 
   /** Model name asked for the requests that concern every model. */
   public static final String ALL_MODELS = "*";
 
   private static final Set<String> METADATA = Set.of("config", "ready", "stats");
   private static final Set<String> INFER = Set.of("infer", "generate", "generate_stream");
+  static final String LIST = "list";
 
   public final Kind kind;
   public final String model;
@@ -55,38 +62,24 @@ public final class TritonRequest {
     return new TritonRequest(Kind.MODEL, model, action, action + " on a model");
   }
 
+  static TritonRequest modelInBody(String action) {
+    return new TritonRequest(Kind.MODEL_IN_BODY, null, action, action + " on the body's model");
+  }
+
+  static TritonRequest modelList() {
+    return new TritonRequest(Kind.MODEL_LIST, null, LIST, "the models the user may list");
+  }
+
   static TritonRequest denied(String reason) {
     return new TritonRequest(Kind.DENIED, null, null, reason);
   }
 
   /** Classifies a raw (still percent-encoded) request path; the query is not part of it. */
   public static TritonRequest of(String rawPath) {
-    if (rawPath == null) {
-      return denied("no path");
-    }
-    String[] parts = rawPath.split("/", -1);
-    int v2 = -1;
-    for (int i = 0; i < parts.length; i++) {
-      if (parts[i].equals("v2")) {
-        v2 = i;
-        break;
-      }
-    }
-    if (v2 < 0) {
-      return denied("not Triton's v2 API");
-    }
     List<String> s = new ArrayList<>();
-    for (int i = v2 + 1; i < parts.length; i++) {
-      boolean last = i == parts.length - 1;
-      if (parts[i].isEmpty() && last) {
-        break; // one trailing slash
-      }
-      String seg = decode(parts[i]);
-      if (seg == null || seg.isEmpty() || seg.equals(".") || seg.equals("..") || seg.contains("/")
-          || seg.contains(";") || !printable(seg)) {
-        return denied("unusual path segment");
-      }
-      s.add(seg);
+    TritonRequest refused = segments(rawPath, "v2", s);
+    if (refused != null) {
+      return refused;
     }
     int n = s.size();
     if (n == 0) {
@@ -124,6 +117,73 @@ public final class TritonRequest {
       }
     }
     return denied("not an inference or metadata path");
+  }
+
+  /**
+   * Classifies a raw request path to an OpenAI front (OpenAI's API as TARN's front serves it,
+   * docs/openai.md), with the same access types as Triton's: a generation is {@code infer} on
+   * the model its body names, a model's entry is {@code metadata} as Triton's model metadata is,
+   * and the list of models is cut to those the user may {@code list}.
+   *
+   * <pre>
+   * /v1/models                                   MODEL_LIST  (each entry: list M)
+   * /v1/models/M                                 metadata M
+   * /v1/chat/completions, /v1/completions        infer, the body's "model"
+   * </pre>
+   * Anything else (the front's /metrics and /health included) is refused.
+   */
+  public static TritonRequest ofOpenAI(String rawPath) {
+    List<String> s = new ArrayList<>();
+    TritonRequest refused = segments(rawPath, "v1", s);
+    if (refused != null) {
+      return refused;
+    }
+    int n = s.size();
+    if (n == 1 && s.get(0).equals("models")) {
+      return modelList();
+    }
+    if (n == 2 && s.get(0).equals("models")) {
+      return model(s.get(1), "metadata");
+    }
+    if ((n == 2 && s.get(0).equals("chat") && s.get(1).equals("completions"))
+        || (n == 1 && s.get(0).equals("completions"))) {
+      return modelInBody("infer");
+    }
+    return denied("not an OpenAI path TARN serves");
+  }
+
+  /**
+   * The decoded segments after the first segment {@code api} into {@code out}; null, or the
+   * refusal when there is no such segment or a segment is unusual.
+   */
+  private static TritonRequest segments(String rawPath, String api, List<String> out) {
+    if (rawPath == null) {
+      return denied("no path");
+    }
+    String[] parts = rawPath.split("/", -1);
+    int start = -1;
+    for (int i = 0; i < parts.length; i++) {
+      if (parts[i].equals(api)) {
+        start = i;
+        break;
+      }
+    }
+    if (start < 0) {
+      return denied(api.equals("v2") ? "not Triton's v2 API" : "not the OpenAI " + api + " API");
+    }
+    for (int i = start + 1; i < parts.length; i++) {
+      boolean last = i == parts.length - 1;
+      if (parts[i].isEmpty() && last) {
+        break; // one trailing slash
+      }
+      String seg = decode(parts[i]);
+      if (seg == null || seg.isEmpty() || seg.equals(".") || seg.equals("..") || seg.contains("/")
+          || seg.contains(";") || !printable(seg)) {
+        return denied("unusual path segment");
+      }
+      out.add(seg);
+    }
+    return null;
   }
 
   private static boolean printable(String s) {
@@ -167,6 +227,15 @@ public final class TritonRequest {
 
   @Override
   public String toString() {
-    return kind == Kind.MODEL ? action + " " + model : kind + " (" + reason + ")";
+    switch (kind) {
+      case MODEL:
+        return action + " " + model;
+      case MODEL_IN_BODY:
+        return action + " (body's model)";
+      case MODEL_LIST:
+        return "list (each model)";
+      default:
+        return kind + " (" + reason + ")";
+    }
   }
 }

@@ -21,6 +21,9 @@ import java.util.Locale;
  * extension (Inference-Header-Content-Length + Content-Length) the framing clients send. Form
  * bodies, which the identity assertion may rewrite, keep Knox's behaviour.
  *
+ * <p>A body a filter already read (TarnAuthz, for an OpenAI generation's model) is held on the
+ * request ({@link Servlets#HELD_BODY}) and sent from there, byte for byte, with its length.
+ *
  * <p>Failover: Knox's HA dispatch sends the same entity again to the next instance. A body up to
  * {@link #REPLAY_LIMIT} bytes (system property {@code tarn.knox.replay.limit}, default 8 MiB) is
  * held in memory so that it can be; a larger one is streamed once, and a second send fails at once
@@ -33,9 +36,13 @@ final class RequestBodies {
   }
 
   static HttpEntity entity(HttpServletRequest request) throws IOException {
-    long length = clientLength(request);
     String type = request.getContentType();
     ContentType contentType = type == null ? null : ContentType.parse(type);
+    Object held = request.getAttribute(Servlets.HELD_BODY);
+    if (held instanceof byte[]) {
+      return new ByteArrayEntity((byte[]) held, contentType); // a filter read it: the same bytes
+    }
+    long length = clientLength(request);
     InputStream in = (isForm(request) ? request : Servlets.innermost(request)).getInputStream();
     if (length >= 0 && length <= REPLAY_LIMIT) {
       byte[] body = in.readNBytes((int) length);

@@ -37,16 +37,21 @@ public final class InstanceWatcher {
   private static final Logger LOG = LoggerFactory.getLogger(InstanceWatcher.class);
   private static final Map<String, InstanceWatcher> SHARED = new ConcurrentHashMap<>();
 
-  /** What the watcher holds: the URLs sorted by znode name; version grows with each change. */
+  /**
+   * What the watcher holds, sorted by znode name: Triton's URLs, and the OpenAI fronts' URLs of
+   * the instances whose znode has {@code openai_port}; version grows with each change of either.
+   */
   public static final class Snapshot {
     public final long version;
     public final boolean loaded;
     public final List<String> urls;
+    public final List<String> openaiUrls;
 
-    Snapshot(long version, boolean loaded, List<String> urls) {
+    Snapshot(long version, boolean loaded, List<String> urls, List<String> openaiUrls) {
       this.version = version;
       this.loaded = loaded;
       this.urls = Collections.unmodifiableList(new ArrayList<>(urls));
+      this.openaiUrls = Collections.unmodifiableList(new ArrayList<>(openaiUrls));
     }
   }
 
@@ -57,7 +62,7 @@ public final class InstanceWatcher {
   private final ScheduledExecutorService executor;
   private final AtomicBoolean refreshQueued = new AtomicBoolean();
   private final Watcher watcher = this::onWatch;
-  private volatile Snapshot snapshot = new Snapshot(0, false, List.of());
+  private volatile Snapshot snapshot = new Snapshot(0, false, List.of(), List.of());
   private volatile boolean closed;
 
   /** The JVM's watcher for this ensemble and path, started on first use. */
@@ -154,11 +159,12 @@ public final class InstanceWatcher {
           queueRefresh(); // created in between
           return;
         }
-        publish(List.of());
+        publish(List.of(), List.of());
         return;
       }
       Collections.sort(children);
       Set<String> urls = new LinkedHashSet<>();
+      Set<String> openaiUrls = new LinkedHashSet<>();
       for (String child : children) {
         byte[] data;
         try {
@@ -169,11 +175,12 @@ public final class InstanceWatcher {
         Optional<String> url = Instances.baseUrl(data);
         if (url.isPresent()) {
           urls.add(url.get());
+          Instances.openaiUrl(data).ifPresent(openaiUrls::add);
         } else {
           LOG.warn("znode {}/{}: no usable url or ip/host and http_port in its data; skipped", path, child);
         }
       }
-      publish(new ArrayList<>(urls));
+      publish(new ArrayList<>(urls), new ArrayList<>(openaiUrls));
     } catch (Exception e) {
       LOG.warn("reading Triton instances at {} from ZooKeeper {} failed ({}); keeping the last {} URL(s)",
           path, ensemble, e.toString(), snapshot.urls.size());
@@ -183,15 +190,15 @@ public final class InstanceWatcher {
     }
   }
 
-  private void publish(List<String> urls) {
+  private void publish(List<String> urls, List<String> openaiUrls) {
     Snapshot old = snapshot;
-    if (old.loaded && old.urls.equals(urls)) {
+    if (old.loaded && old.urls.equals(urls) && old.openaiUrls.equals(openaiUrls)) {
       return;
     }
     synchronized (this) {
-      snapshot = new Snapshot(old.version + 1, true, urls);
+      snapshot = new Snapshot(old.version + 1, true, urls, openaiUrls);
       notifyAll();
     }
-    LOG.info("Triton instances at {}: {}", path, urls);
+    LOG.info("Triton instances at {}: {}; OpenAI fronts: {}", path, urls, openaiUrls);
   }
 }

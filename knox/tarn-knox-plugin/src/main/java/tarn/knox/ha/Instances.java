@@ -10,8 +10,9 @@ import java.util.Locale;
 import java.util.Optional;
 
 /**
- * The HTTP base URL of one Triton instance from the data of its znode (docs/discovery.md): UTF-8
- * JSON, one object. {@code url} when it is an http(s) URL, else {@code http://<ip or host>:<http_port>}.
+ * The HTTP base URLs of one Triton instance from the data of its znode (docs/discovery.md): UTF-8
+ * JSON, one object. Triton's: {@code url} when it is an http(s) URL, else
+ * {@code http://<ip or host>:<http_port>}; its OpenAI front's: {@code http://<ip or host>:<openai_port>}.
  * Unknown keys are ignored (the format may grow).
  */
 public final class Instances {
@@ -22,16 +23,8 @@ public final class Instances {
 
   /** The instance's base URL (no trailing slash), or empty when the data names none usable. */
   public static Optional<String> baseUrl(byte[] data) {
-    if (data == null || data.length == 0) {
-      return Optional.empty();
-    }
-    JsonNode node;
-    try {
-      node = JSON.readTree(new String(data, StandardCharsets.UTF_8));
-    } catch (IOException e) {
-      return Optional.empty();
-    }
-    if (node == null || !node.isObject()) {
+    JsonNode node = object(data);
+    if (node == null) {
       return Optional.empty();
     }
     JsonNode url = node.get("url");
@@ -41,7 +34,33 @@ public final class Instances {
         return parsed;
       }
     }
-    JsonNode port = node.get("http_port");
+    return onPort(node, "http_port");
+  }
+
+  /**
+   * The base URL of the instance's OpenAI front, {@code http://<ip or host>:<openai_port>}
+   * (docs/discovery.md), or empty when the instance runs none (no {@code openai_port}).
+   */
+  public static Optional<String> openaiUrl(byte[] data) {
+    JsonNode node = object(data);
+    return node == null ? Optional.empty() : onPort(node, "openai_port");
+  }
+
+  private static JsonNode object(byte[] data) {
+    if (data == null || data.length == 0) {
+      return null;
+    }
+    JsonNode node;
+    try {
+      node = JSON.readTree(new String(data, StandardCharsets.UTF_8));
+    } catch (IOException e) {
+      return null;
+    }
+    return node != null && node.isObject() ? node : null;
+  }
+
+  private static Optional<String> onPort(JsonNode node, String portKey) {
+    JsonNode port = node.get(portKey);
     if (port == null || !port.canConvertToInt() || port.asInt() < 1 || port.asInt() > 65535) {
       return Optional.empty();
     }

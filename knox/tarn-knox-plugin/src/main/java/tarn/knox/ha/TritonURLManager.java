@@ -21,6 +21,10 @@ import java.util.Set;
  * used as is). Chosen by Knox's HA provider through ServiceLoader when the topology's HaProvider
  * has a param TRITON with zookeeperEnsemble set.
  *
+ * <p>For the role TRITON-OPENAI the same manager lists the instances' OpenAI fronts instead:
+ * {@code http://<ip>:<openai_port>} of each znode that has {@code openai_port}; an instance without
+ * it is not used for /v1. Both roles share one ZooKeeper watch per (ensemble, path).
+ *
  * <p>Semantics as Knox's DefaultURLManager (the head of the list is the active URL;
  * {@code markFailed} sends the failed instance to the bottom, {@code makeNextActiveURLAvailable}
  * rotates for {@code enableLoadBalancing=true}), over a list that follows ZooKeeper: instances that
@@ -32,6 +36,8 @@ import java.util.Set;
  */
 public class TritonURLManager implements URLManager {
   public static final String ROLE = "TRITON";
+  /** The role of the instances' OpenAI fronts (their znodes' openai_port; TARN's service triton-openai). */
+  public static final String OPENAI_ROLE = "TRITON-OPENAI";
   public static final String DEFAULT_NAMESPACE = "/services/triton";
   /** How long setConfig (the topology's deployment) waits for the first read of ZooKeeper. */
   static final long INITIAL_WAIT_MS = 3_000;
@@ -42,10 +48,12 @@ public class TritonURLManager implements URLManager {
   private List<String> configured = List.of();
   private InstanceWatcher watcher;
   private long seen = -1;
+  private boolean openai;
 
   @Override
   public boolean supportsConfig(HaServiceConfig config) {
-    return config != null && ROLE.equalsIgnoreCase(config.getServiceName())
+    return config != null
+        && (ROLE.equalsIgnoreCase(config.getServiceName()) || OPENAI_ROLE.equalsIgnoreCase(config.getServiceName()))
         && config.getZookeeperEnsemble() != null && !config.getZookeeperEnsemble().trim().isEmpty();
   }
 
@@ -53,8 +61,16 @@ public class TritonURLManager implements URLManager {
   public void setConfig(HaServiceConfig config) {
     String ensemble = config.getZookeeperEnsemble().trim();
     String path = instancesPath(config.getZookeeperNamespace());
+    openai = OPENAI_ROLE.equalsIgnoreCase(config.getServiceName());
     use(InstanceWatcher.shared(ensemble, path));
-    LOG.info("{}: Triton instances from ZooKeeper {} at {}", config.getServiceName(), ensemble, path);
+    LOG.info("{}: {} from ZooKeeper {} at {}", config.getServiceName(),
+        openai ? "the instances' OpenAI fronts (openai_port)" : "Triton instances", ensemble, path);
+  }
+
+  /** Serves the instances' OpenAI fronts instead of Triton (role TRITON-OPENAI; setConfig, tests). */
+  synchronized void servingOpenAI(boolean fronts) {
+    openai = fronts;
+    seen = -1;
   }
 
   /** Uses this watcher (setConfig, tests) and waits a little for its first read. */
@@ -99,15 +115,16 @@ public class TritonURLManager implements URLManager {
       return;
     }
     seen = s.version;
-    if (s.urls.isEmpty()) {
+    List<String> listed = openai ? s.openaiUrls : s.urls;
+    if (listed.isEmpty()) {
       urls.clear();
       urls.addAll(configured);
       return;
     }
-    Set<String> live = new HashSet<>(s.urls);
+    Set<String> live = new HashSet<>(listed);
     urls.removeIf(u -> !live.contains(u));
     Set<String> held = new HashSet<>(urls);
-    for (String u : s.urls) {
+    for (String u : listed) {
       if (!held.contains(u)) {
         urls.addLast(u);
       }

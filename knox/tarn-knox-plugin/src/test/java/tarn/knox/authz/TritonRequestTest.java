@@ -51,4 +51,29 @@ class TritonRequestTest {
   void classifies(String path, String expected) {
     assertEquals(expected, TritonRequest.of(path).toString());
   }
+
+  @ParameterizedTest(name = "{0} -> {1}")
+  @CsvSource(delimiter = '|', value = {
+      "/triton/v1/models                               | list (each model)",
+      "/triton/v1/models/                              | list (each model)",
+      "/gateway/tarn/triton/v1/models                  | list (each model)",
+      "/triton/v1/models/tiny_lm                       | metadata tiny_lm",
+      "/triton/v1/models/my%20lm                       | metadata my lm",
+      "/triton/v1/chat/completions                     | infer (body's model)",
+      "/triton/v1/completions                          | infer (body's model)",
+      "/triton/v1/completions/                         | infer (body's model)",
+      "/triton/v1                                      | DENIED (not an OpenAI path TARN serves)",
+      "/triton/v1/metrics                              | DENIED (not an OpenAI path TARN serves)",
+      "/triton/v1/health                               | DENIED (not an OpenAI path TARN serves)",
+      "/triton/v1/embeddings                           | DENIED (not an OpenAI path TARN serves)",
+      "/triton/v1/chat/completions/x                   | DENIED (not an OpenAI path TARN serves)",
+      "/triton/v1/models/a/b                           | DENIED (not an OpenAI path TARN serves)",
+      "/triton/v1/models/%2e%2e                        | DENIED (unusual path segment)",
+      "/triton/v1/models/a%2Fb                         | DENIED (unusual path segment)",
+      "/triton/v1//completions                         | DENIED (unusual path segment)",
+      "/triton/v2/models/a/infer                       | DENIED (not the OpenAI v1 API)",
+  })
+  void classifiesOpenAI(String path, String expected) {
+    assertEquals(expected, TritonRequest.ofOpenAI(path).toString());
+  }
 }

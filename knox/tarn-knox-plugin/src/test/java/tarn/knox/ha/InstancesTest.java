@@ -38,4 +38,15 @@ class InstancesTest {
     assertEquals(Optional.empty(), url("{\"url\":\"ftp://x:1\"}"));
     assertEquals(Optional.empty(), Instances.baseUrl(null));
   }
+
+  @Test
+  void theOpenAIFrontIsOnTheSameAddressAtOpenaiPort() {
+    byte[] front = ("{\"ip\":\"10.89.42.11\",\"host\":\"worker1\",\"http_port\":8000,"
+        + "\"url\":\"http://10.89.42.11:8000\",\"openai_port\":9000}").getBytes(StandardCharsets.UTF_8);
+    assertEquals(Optional.of("http://10.89.42.11:9000"), Instances.openaiUrl(front));
+    assertEquals(Optional.of("http://10.89.42.11:8000"), Instances.baseUrl(front));
+    assertEquals(Optional.empty(), Instances.openaiUrl("{\"ip\":\"10.0.0.5\",\"http_port\":8000}".getBytes(StandardCharsets.UTF_8)));
+    assertEquals(Optional.empty(), Instances.openaiUrl("{\"ip\":\"10.0.0.5\",\"openai_port\":0}".getBytes(StandardCharsets.UTF_8)));
+    assertEquals(Optional.empty(), Instances.openaiUrl(null));
+  }
 }

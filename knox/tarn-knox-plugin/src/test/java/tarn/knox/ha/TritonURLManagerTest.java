@@ -52,6 +52,35 @@ class TritonURLManagerTest {
         .forPath(PATH + "/" + container, json.getBytes(StandardCharsets.UTF_8));
   }
 
+  private void registerWithFront(String container, String ip, int port, int openaiPort) throws Exception {
+    String json = "{\"container_id\":\"" + container + "\",\"ip\":\"" + ip + "\",\"http_port\":" + port
+        + ",\"url\":\"http://" + ip + ":" + port + "\",\"openai_port\":" + openaiPort + "}";
+    controller.create().creatingParentsIfNeeded().withMode(CreateMode.EPHEMERAL)
+        .forPath(PATH + "/" + container, json.getBytes(StandardCharsets.UTF_8));
+  }
+
+  @Test
+  void theOpenAIRoleListsTheFrontsOfTheInstancesThatRunOne() throws Exception {
+    DefaultHaServiceConfig c = new DefaultHaServiceConfig("TRITON-OPENAI");
+    c.setZookeeperEnsemble("zk1:2181");
+    assertTrue(new TritonURLManager().supportsConfig(c));
+    registerWithFront("container_01", "10.0.0.1", 8000, 9000);
+    register("container_02", "10.0.0.2", 8000); // no front: not used for /v1
+    watcher = new InstanceWatcher(zk.getConnectString(), PATH, 10_000, 2_000, 30_000);
+    TritonURLManager triton = new TritonURLManager();
+    triton.use(watcher);
+    TritonURLManager fronts = new TritonURLManager();
+    fronts.servingOpenAI(true);
+    fronts.use(watcher); // the same watch serves both roles
+    assertEquals(List.of("http://10.0.0.1:8000", "http://10.0.0.2:8000"), triton.getURLs());
+    assertEquals(List.of("http://10.0.0.1:9000"), fronts.getURLs());
+    registerWithFront("container_03", "10.0.0.3", 8000, 9001);
+    within(2_000, () -> fronts.getURLs().size() == 2, "the new front listed");
+    assertEquals(List.of("http://10.0.0.1:9000", "http://10.0.0.3:9001"), fronts.getURLs());
+    controller.delete().forPath(PATH + "/container_01");
+    within(2_000, () -> fronts.getURLs().equals(List.of("http://10.0.0.3:9001")), "the withdrawn front dropped");
+  }
+
   private TritonURLManager manager() {
     watcher = new InstanceWatcher(zk.getConnectString(), PATH, 10_000, 2_000, 30_000);
     TritonURLManager m = new TritonURLManager();
