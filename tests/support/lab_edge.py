@@ -30,10 +30,10 @@ FRONTEND = "127.0.0.1:18000"  # tarn_lab_publish of the edge node
 ACTIVATOR = "activator"  # the backup server's name in the haproxy role's haproxy.cfg
 
 
-def backend_ready() -> set[str]:
+def backend_ready(backend: str = "triton_backend") -> set[str]:
     """ip:port of the backend slots HAProxy would send new requests to (admin READY); the
-    activator, the backend's backup server, is not a slot."""
-    show = "echo 'show servers state triton_backend' | socat - /var/run/haproxy.sock"
+    activator, the backend's backup server, is not a slot. ``openai_backend``: the fronts'."""
+    show = f"echo 'show servers state {backend}' | socat - /var/run/haproxy.sock"
     text = podman_exec("edge", "sh", "-c", show, check=True, timeout=60).stdout
     servers = parse_servers_state(text)
     return {f"{s.addr}:{s.port}" for s in servers if s.admin is AdminState.READY and s.name != ACTIVATOR}
@@ -46,9 +46,10 @@ class Registered:
         self.zk = zk
         self.service = service
 
-    def endpoints(self) -> set[str]:
+    def endpoints(self, port: str = "http_port") -> set[str]:
+        """``port``: the znode's key, http_port (Triton's) or openai_port (the front's)."""
         records = [json.loads(data) for data, _stat in znodes(self.zk, ZK_PATH).values()]
-        return {f"{r['ip']}:{r['http_port']}" for r in records if r.get("service") == self.service}
+        return {f"{r['ip']}:{r[port]}" for r in records if r.get("service") == self.service and port in r}
 
 
 # ---- Knox

@@ -1,0 +1,317 @@
+"""The OpenAI API through HAProxy on the lab (issue 35), driven by the official ``openai`` client.
+
+A TARN service of examples/llm_repository (tiny_lm generates token by token on the CPU) whose
+instances run the OpenAI front beside Triton (``--openai-port``); HAProxy's /v1/ backend follows
+the fronts' ports in ZooKeeper. Shown here: chat and completions, streamed and not, the same text
+both ways and the controller's token counters equal to the client's usage; a client that goes away
+stops its generation within 1 s (tiny_lm's own metrics); and, on two instances, a 120 s stream that
+arrives whole while the other instance's Triton is killed under a stream and a load of new
+requests: that stream ends with an error event, new requests fail none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+import pytest
+import requests
+from kazoo.client import KazooClient
+
+from lab import lab_client
+from tarn.clients.resourcemanager import ResourceManager
+from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support import ROOT
+from tests.support.lab import LAB_USER, podman_exec, wait_for, znodes
+from tests.support.lab_edge import FRONTEND, ZK_PATH, backend_ready
+from tests.support.lab_service import CLUSTER, Service, tarn
+
+SERVICE = "tarn-e2e-llm"
+BASE_PORT, STRIDE, AM_PORT = 8600, 10, 8894
+OPENAI_PORT = BASE_PORT + 3
+MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-llm-models"
+MODEL = "tiny_lm"
+PROMPT = "Tell me how a cluster serves models"
+LONG_TOKENS, LONG_DELAY_S = 600, 0.2  # a stream of 120 s
+
+
+def api(timeout: float = 60) -> openai.OpenAI:
+    """The official client on HAProxy's /v1; no retries: a failure counts as one."""
+    return openai.OpenAI(
+        base_url=f"http://{FRONTEND}/v1", api_key="not-checked-by-haproxy", max_retries=0, timeout=timeout
+    )
+
+
+def parameters(delay_s: float) -> dict[str, Any]:
+    """TARN's extension: tiny_lm's pause after each token."""
+    return {"parameters": {"token_delay_s": delay_s}}
+
+
+@dataclass
+class Llm:
+    service: Service
+    zk: KazooClient
+
+    def records(self) -> list[dict[str, Any]]:
+        """This service's znodes under the path HAProxy's sync watches."""
+        found = [json.loads(data) for data, _stat in znodes(self.zk, ZK_PATH).values()]
+        return [r for r in found if r.get("service") == SERVICE]
+
+    def fronts(self) -> set[str]:
+        return {f"{r['ip']}:{r['openai_port']}" for r in self.records() if "openai_port" in r}
+
+
+def converged(llm: Llm, count: int, timeout: float) -> list[dict[str, Any]]:
+    """``count`` instances in ZooKeeper, each with a front, and HAProxy's /v1 backend equal to them."""
+
+    def probe() -> list[dict[str, Any]] | None:
+        fronts = llm.fronts()
+        ok = len(fronts) == count and backend_ready("openai_backend") == fronts
+        return llm.records() if ok else None
+
+    return wait_for(probe, timeout, f"{count} fronts in ZooKeeper and in HAProxy's /v1 backend", every=0.5)
+
+
+def model_metric(record: dict[str, Any], name: str, **labels: str) -> float:
+    """One of tiny_lm's own metrics, as its Triton reports it (0 before it is first set)."""
+    text = requests.get(f"http://{record['ip']}:{record['metrics_port']}/metrics", timeout=5).text
+    wanted = [f'{key}="{value}"' for key, value in labels.items()]
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(w in line for w in wanted):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def controller_total(service: Service, name: str) -> float:
+    """A counter of the controller's /metrics summed over its labels, for tiny_lm."""
+    pattern = re.compile(rf'^{name}\{{[^}}]*model="{MODEL}"[^}}]*\}} (\S+)$')
+    return sum(
+        float(m.group(1)) for line in service.get("/metrics").text.splitlines() if (m := pattern.match(line))
+    )
+
+
+@pytest.fixture(scope="module")
+def llm(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Llm]:
+    token = secrets.token_urlsafe(16)
+    tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
+    hdfs.upload_tree(ROOT / "examples" / "llm_repository", MODELS_ON_HDFS)
+    submitted = tarn(
+        "submit", "--service-name", SERVICE, "--user", LAB_USER, *lab_client.runtime_args(),
+        "--model-repository", f"hdfs://{MODELS_ON_HDFS}",
+        "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
+        "--openai-port", str(OPENAI_PORT),
+        "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),
+        "--min-instances", "1", "--max-instances", "2", "--cooldown", "3600000", "--tick-seconds", "1",
+        "--gpus-per-instance", "0", "--memory-mb", "1024", "--vcores", "1", "--controller-memory-mb", "512",
+        "--zk-ensemble", zk_hosts, "--zk-path", ZK_PATH, *CLUSTER,
+        token=token, timeout=600,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    zk = KazooClient(hosts=zk_hosts)
+    zk.start(timeout=15)
+    try:
+        found = Llm(Service(rm, token, SERVICE), zk)
+        converged(found, 1, 300)
+        yield found
+    finally:
+        zk.stop()
+        zk.close()
+        done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
+        assert done.returncode == 0, done.stderr
+        hdfs.delete(MODELS_ON_HDFS, recursive=True)
+
+
+def test_chat_and_completions_streamed_and_not_and_the_counters_match(llm: Llm) -> None:
+    client = api()
+    assert [m.id for m in client.models.list()] == [MODEL]
+    messages: list[Any] = [{"role": "user", "content": PROMPT}]
+    prompt_tokens = completion_tokens = 0
+
+    chat = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=12, temperature=0)
+    assert chat.usage is not None
+    assert (chat.usage.completion_tokens, chat.choices[0].finish_reason) == (12, "length")
+    chunks = list(
+        client.chat.completions.create(
+            model=MODEL, messages=messages, max_tokens=12, temperature=0, stream=True,
+            stream_options={"include_usage": True},
+        )
+    )  # fmt: skip
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert streamed == chat.choices[0].message.content
+    assert chunks[-1].usage == chat.usage
+    prompt_tokens += 2 * chat.usage.prompt_tokens
+    completion_tokens += 2 * chat.usage.completion_tokens
+
+    text = client.completions.create(model=MODEL, prompt=PROMPT, max_tokens=9, temperature=0)
+    assert text.usage is not None
+    assert text.usage.completion_tokens == 9
+    pieces = list(
+        client.completions.create(
+            model=MODEL, prompt=PROMPT, max_tokens=9, temperature=0, stream=True,
+            stream_options={"include_usage": True},
+        )
+    )  # fmt: skip
+    assert "".join(p.choices[0].text for p in pieces if p.choices) == text.choices[0].text
+    assert pieces[-1].usage == text.usage
+    prompt_tokens += 2 * text.usage.prompt_tokens
+    completion_tokens += 2 * text.usage.completion_tokens
+
+    # The controller sums the fronts' counters a tick or two later; they must come to the client's.
+    counted = (prompt_tokens, completion_tokens)
+
+    def totals() -> tuple[float, float] | None:
+        now = (
+            controller_total(llm.service, "tarn_openai_prompt_tokens_total"),
+            controller_total(llm.service, "tarn_openai_completion_tokens_total"),
+        )
+        return now if now == counted else None
+
+    wait_for(totals, 20, f"the controller's token counters at the client's {counted}")
+    print(f"\nopenai: tokens the client counted (prompt, completion) {counted}; the controller the same")
+
+
+def test_a_client_that_goes_away_stops_its_generation_within_1_s(llm: Llm) -> None:
+    [record] = llm.records()
+    cancelled = model_metric(record, "tiny_lm_requests_total", outcome="cancelled")
+    stream = api().chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=2000, stream=True,
+        extra_body=parameters(0.1),
+    )  # fmt: skip
+    tokens = 0
+    for chunk in stream:
+        tokens += bool(chunk.choices and chunk.choices[0].delta.content)
+        if tokens == 5:
+            break
+    assert model_metric(record, "tiny_lm_streams_active") == 1
+    gone = time.monotonic()
+    stream.close()
+
+    def stopped() -> float | None:
+        done = model_metric(record, "tiny_lm_requests_total", outcome="cancelled") == cancelled + 1
+        return time.monotonic() if done and model_metric(record, "tiny_lm_streams_active") == 0 else None
+
+    stop_s = wait_for(stopped, 10, "tiny_lm to count the generation cancelled", every=0.02) - gone
+    generated = model_metric(record, "tiny_lm_tokens_total")
+    time.sleep(1.0)
+    assert model_metric(record, "tiny_lm_tokens_total") == generated, "tokens after the cancel"
+    print(f"\nopenai: a client gone after 5 tokens; tiny_lm stopped {stop_s:.3f} s later")
+    assert stop_s <= 1.0
+
+
+@dataclass
+class Stream:
+    """A streamed chat completion read in a thread: its text, event times, and how it ended."""
+
+    delay_s: float
+    max_tokens: int
+    text: str = ""
+    times: list[float] = field(default_factory=list)
+    error: BaseException | None = None
+    thread: threading.Thread | None = None
+
+    def start(self) -> Stream:
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+        return self
+
+    def _read(self) -> None:
+        try:
+            for chunk in api(timeout=600).chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=self.max_tokens,
+                temperature=0, stream=True, extra_body=parameters(self.delay_s),
+            ):  # fmt: skip
+                if chunk.choices and chunk.choices[0].delta.content:
+                    self.text += chunk.choices[0].delta.content
+                    self.times.append(time.monotonic())
+        except Exception as exc:  # what the client saw is the finding
+            self.error = exc
+
+    def join(self, timeout: float) -> None:
+        assert self.thread is not None
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the stream did not end"
+
+
+@dataclass
+class ShortLoad:
+    """Non-streamed chat completions in a loop through HAProxy, every outcome counted."""
+
+    ok: int = 0
+    failed: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        client = api(timeout=30)
+        while not self.stop.is_set():
+            try:
+                client.chat.completions.create(
+                    model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=4,
+                    extra_body=parameters(0.0),
+                )  # fmt: skip
+                self.ok += 1
+            except openai.OpenAIError as exc:
+                self.failed.append(repr(exc))
+
+
+def carrying(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The instances whose tiny_lm generates now."""
+    return [r for r in records if model_metric(r, "tiny_lm_streams_active") > 0]
+
+
+def test_a_120_s_stream_arrives_whole_while_the_other_instance_is_killed_under_a_stream(llm: Llm) -> None:
+    scaled = tarn(
+        "scale", "2", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER,
+        token=llm.service.token, timeout=600,
+    )  # fmt: skip
+    assert scaled.returncode == 0, scaled.stderr
+    records = converged(llm, 2, 300)
+    unstreamed = api().chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=LONG_TOKENS,
+        temperature=0, extra_body=parameters(0.0),
+    )  # fmt: skip
+    expected = unstreamed.choices[0].message.content
+
+    long = Stream(LONG_DELAY_S, LONG_TOKENS).start()
+    [survivor] = wait_for(lambda: carrying(records) or None, 10, "the long stream on an instance")
+    doomed = Stream(0.1, 2000).start()  # HAProxy's leastconn: the other instance's front
+    [victim] = wait_for(
+        lambda: [r for r in carrying(records) if r is not survivor] or None, 10, "a stream on the other"
+    )
+    load = ShortLoad()
+    workers = [threading.Thread(target=load.run, daemon=True) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    time.sleep(5)
+    killed = podman_exec(
+        victim["ip"], "pkill", "-KILL", "-f", f"tritonserver.*--http-port={victim['http_port']}"
+    )
+    assert killed.returncode == 0, killed.stderr
+    doomed.join(60)
+    # The short requests go on until YARN's replacement serves beside the survivor.
+    converged(llm, 2, 300)
+    time.sleep(5)
+    load.stop.set()
+    for worker in workers:
+        worker.join(60)
+    long.join(LONG_TOKENS * LONG_DELAY_S + 120)
+
+    span = long.times[-1] - long.times[0] if long.times else 0.0
+    print(
+        f"\nopenai: the long stream {len(long.times)} events over {span:.1f} s, ended by {long.error!r};"
+        f"\nthe stream on the killed instance: {len(doomed.times)} events, then {doomed.error!r};"
+        f"\nnew requests meanwhile: {load.ok} ok, {len(load.failed)} failed {load.failed[:3]}"
+    )
+    assert long.error is None
+    assert long.text == expected, "the long stream is not the same text as the same request unstreamed"
+    assert span >= (LONG_TOKENS - 1) * LONG_DELAY_S * 0.95
+    assert isinstance(doomed.error, openai.APIError), "the cut stream must end with an error event"
+    assert doomed.times, "the doomed stream had started"
+    assert (load.ok > 0, load.failed) == (True, [])
