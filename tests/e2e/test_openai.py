@@ -247,6 +247,7 @@ class ShortLoad:
     ok: int = 0
     failed: list[str] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
+    since: float = field(default_factory=time.monotonic)  # failures are timed from here (the fault)
 
     def run(self) -> None:
         client = api(timeout=30)
@@ -258,7 +259,7 @@ class ShortLoad:
                 )  # fmt: skip
                 self.ok += 1
             except openai.OpenAIError as exc:
-                self.failed.append(repr(exc))
+                self.failed.append(f"{repr(exc)[:160]} at {time.monotonic() - self.since:+.2f} s")
 
 
 def carrying(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -290,6 +291,7 @@ def test_a_120_s_stream_arrives_whole_while_the_other_instance_is_killed_under_a
     for worker in workers:
         worker.start()
     time.sleep(5)
+    load.since = time.monotonic()
     killed = podman_exec(
         victim["ip"], "pkill", "-KILL", "-f", f"tritonserver.*--http-port={victim['http_port']}"
     )

@@ -214,8 +214,10 @@ class Front:
             outcome = "cancelled"
             raise
         except UpstreamBroken as exc:
+            # Nothing reached the client (a stream's breaks are its own error event): a 503 that
+            # HAProxy's retry-on sends to another instance, as a Triton that died under /v2 is.
             raise OpenAIError(
-                502, f"Triton's answer broke off: {exc}", kind="server_error", code="triton_broken"
+                503, f"Triton's answer broke off: {exc}", kind="server_error", code="triton_broken"
             ) from exc
         finally:
             upstream.close()  # Triton sees the connection go: a generation still running is cancelled
@@ -346,7 +348,7 @@ class Front:
             raw = await asyncio.wait_for(read_body(reader, head), self.triton.lookup_timeout_s)
         except (UpstreamBroken, asyncio.TimeoutError) as exc:
             raise OpenAIError(
-                502, f"Triton's answer to {path} failed: {exc!r}", kind="server_error", code="triton_broken"
+                503, f"Triton's answer to {path} failed: {exc!r}", kind="server_error", code="triton_broken"
             ) from exc
         finally:
             writer.close()

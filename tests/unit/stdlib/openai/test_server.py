@@ -357,7 +357,7 @@ def test_triton_dying_mid_stream_ends_it_with_an_error_event_not_a_silent_cut(ru
 
 @pytest.mark.parametrize(
     ("model", "status", "code"),
-    [("failing", 500, None), ("dying", 502, "triton_broken"), ("rejecting", 400, "triton_rejected")],
+    [("failing", 500, None), ("dying", 503, "triton_broken"), ("rejecting", 400, "triton_rejected")],
 )
 def test_failures_of_gathered_answers(running: Running, model: str, status: int, code: str | None) -> None:
     got, _headers, body = running.call("POST", "/v1/completions", {"model": model, "prompt": "x"})
