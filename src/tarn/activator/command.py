@@ -26,7 +26,7 @@ from tarn.activator.hold import Activator, Limits, metrics_text
 from tarn.activator.messages import BadRequest, answer, read_request
 from tarn.errors import ConfigError
 from tarn.haproxy.command import SourceOptions, add_source_arguments, source_options, watcher_for
-from tarn.haproxy.sources import ZooKeeperSource, http_endpoints
+from tarn.haproxy.sources import ZooKeeperSource
 
 log = logging.getLogger("tarn.activator")
 DEFAULTS = Limits()
@@ -115,7 +115,7 @@ async def serve(
                 return
             path = request.target.split("?")[0]
             if path == "/metrics":
-                text = metrics_text(activator, len(activator.ready()))
+                text = metrics_text(activator, activator.ready_instances())
                 writer.write(answer(200, "OK", text.rstrip("\n"), {"Content-Type": PROMETHEUS_TEXT}))
             elif path == "/health":
                 writer.write(answer(200, "OK", "ok"))
@@ -143,7 +143,7 @@ def activator_command(args: argparse.Namespace, environ: Mapping[str, str]) -> i
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     watcher, zookeeper = watcher_for(source)
     reporter = Reporter(demand_sender(source, zookeeper))
-    activator = Activator(lambda: http_endpoints(watcher.current()), reporter.update, limits)
+    activator = Activator(watcher.current, reporter.update, limits)
     if zookeeper is not None:
         zookeeper.start()
     watcher.start()

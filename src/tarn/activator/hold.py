@@ -1,39 +1,54 @@
 """The activator's request path: hold a request until an instance is ready, then pass it on.
 
-HAProxy sends requests here only when every Triton slot is down (the activator is the backend's
-``backup`` server), so in steady state this carries nothing. A request that arrives:
+HAProxy sends requests here only when every slot of a backend is down (the activator is the
+``backup`` server of Triton's backend and of the OpenAI fronts' backend), so in steady state this
+carries nothing. Where a request goes is :mod:`tarn.activator.route`'s: ``/v1/`` to an instance's
+OpenAI front, anything else to its Triton. A request that arrives:
 
 * with a ready instance known (a slot that HAProxy has not marked up yet): passed on at once;
 * with none: held, and the demand reporter told (it wakes the controller); passed on as soon as
   the source lists an instance, or answered 504 with ``Retry-After`` at the hold timeout (not
   503: HAProxy's ``retry-on 503`` would hold it again, up to ``retries`` times). It counts as
-  held until it is answered;
-* beyond the limits (held requests, held bytes): 503 with ``Retry-After`` at once, body unread.
+  held until an instance begins its answer;
+* beyond the limits (held requests, held bytes): 503 with ``Retry-After`` at once, body unread;
+* ``/v1/`` while the instances listed run no OpenAI front: 404 in OpenAI's error shape at once.
+  The activator's own answers to ``/v1/`` are in that shape; to anything else, plain text.
 
 An instance that refuses the connection, or closes it without a byte of answer, is skipped for a
 moment and the request tried on another (or held again): the same retries HAProxy makes
-(``retry-on conn-failure empty-response``). After the first byte of an answer, the answer is the
-client's, whatever it is. One asyncio task per connection: thousands held cost no thread each.
+(``retry-on conn-failure empty-response``). After that the answer is the client's, whatever it
+is, and it is relayed as it comes: each read passed on at once (a stream's events, for as long as
+the stream lasts; the hold timeout bounds only the wait for an instance). A client that goes away
+(while held, or while its answer streams) closes the instance's connection at once, which the
+OpenAI front takes as a cancel. One asyncio task per connection: thousands held cost no thread each.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import itertools
+import json
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 
 from tarn.activator.messages import BadRequest, Request, TooLarge, answer, read_request, with_close
+from tarn.activator.route import Route, is_openai, route, too_busy, waited_too_long
 from tarn.haproxy.plan import Endpoint
+from tarn.haproxy.sources import Instances
+from tarn.stdlib.openai.mapping import OpenAIError
+from tarn.stdlib.openai.server import client_gone
 
 log = logging.getLogger("tarn.activator")
 
 HOLD_BUCKETS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 120.0)
-OUTCOMES = ("direct", "after_hold", "timeout", "overflow", "failed", "bad_request")
+OUTCOMES = ("direct", "after_hold", "timeout", "overflow", "failed", "bad_request", "not_served", "gone")
 POLL_S = 0.05  # how often a held request looks for a ready instance
 SKIP_S = 1.0  # how long an instance that refused a connection is skipped
+RELAY_BYTES = 64 * 1024  # the most passed on per read; a read returns whatever has arrived
 
 
 @dataclass(frozen=True)
@@ -43,7 +58,9 @@ class Limits:
     hold_timeout_s: float = 45.0  # below HAProxy's `timeout server`, so the 504 is the activator's
     retry_after_s: int = 5
     connect_timeout_s: float = 2.0
-    answer_timeout_s: float = 300.0  # first byte of an instance's answer
+    # The first byte of an instance's answer, once it has the request. A safety net only: HAProxy's
+    # `timeout server` (50 s for /v2, 10 min for /v1) closes the client's side first, which ends it.
+    answer_timeout_s: float = 3600.0
 
 
 @dataclass
@@ -62,19 +79,29 @@ class Stats:
                 self.hold_buckets[index] += 1
 
 
-Endpoints = Callable[[], frozenset[Endpoint] | None]
+class Tried(enum.Enum):
+    """How one try to pass a request on ended."""
+
+    ANSWERED = "answered"  # the instance's answer was relayed (to its end, or until the client left)
+    AGAIN = "again"  # no instance took it (none ready, refused, closed without a byte): wait, retry
+    NOT_SERVED = "not_served"  # answered here: no listed instance can serve it
+    FAILED = "failed"  # the instance had the request and answered nothing usable: answered here
+    GONE = "gone"  # the client went away before an instance began to answer
+
+
+Source = Callable[[], Instances | None]  # the instances listed now; None: not read yet
 OnDemand = Callable[[int, float], None]  # (held now, seconds the oldest has waited)
 
 
 class Activator:
     def __init__(
         self,
-        endpoints: Endpoints,
+        instances: Source,
         on_demand: OnDemand,
         limits: Limits = Limits(),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._endpoints = endpoints
+        self._instances = instances
         self._on_demand = on_demand
         self.limits = limits
         self._clock = clock
@@ -96,11 +123,14 @@ class Activator:
     def oldest_s(self) -> float:
         return max((self._clock() - since for since, _size in self._held.values()), default=0.0)
 
-    def ready(self) -> list[Endpoint]:
-        """The instances to try now: the source's, less the ones that just refused."""
+    def ready_instances(self) -> int:
+        return len(self._instances() or ())
+
+    def route(self, target: str) -> Route:
+        """Where ``target`` may go now: the source's instances, less the ones that just refused."""
         now = self._clock()
         self._skipped = {e: until for e, until in self._skipped.items() if until > now}
-        return sorted((self._endpoints() or frozenset()) - set(self._skipped))
+        return route(target, self._instances(), self._skipped.keys())
 
     # ---- one connection
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -117,59 +147,114 @@ class Activator:
         try:
             request = await read_request(reader, self.limits.max_held_bytes - self.held_bytes)
         except TooLarge as exc:
-            writer.write(self._busy(f"the activator's room for held requests is full ({exc})"))
+            writer.write(self._busy(None, f"the activator's room for held requests is full ({exc})"))
             return "overflow"
         except BadRequest as exc:
             writer.write(answer(400, "Bad Request", f"activator: {exc}"))
             return "bad_request"
         if request is None:
             return "bad_request"
-        if self.ready() and await self._pass_on(request, writer):
-            return "direct"
+        # The request is read whole: from here the client's side ending means it went away.
+        gone = asyncio.ensure_future(client_gone(reader))
+        try:
+            return await self._serve(request, writer, gone)
+        finally:
+            gone.cancel()
+
+    async def _serve(self, request: Request, writer: asyncio.StreamWriter, gone: asyncio.Future[None]) -> str:
+        tried = await self._try(request, writer, gone, _nothing)
+        if tried is not Tried.AGAIN:
+            return "direct" if tried is Tried.ANSWERED else tried.value
         if (
             self.held >= self.limits.max_held
             or self.held_bytes + len(request.body) > self.limits.max_held_bytes
         ):
-            writer.write(self._busy(f"{self.held} requests are held already, the most allowed"))
+            why = f"{self.held} requests are held already, the most allowed"
+            writer.write(self._busy(request.target, why))
             return "overflow"
-        return await self._hold(request, writer)
+        return await self._hold(request, writer, gone)
 
-    async def _hold(self, request: Request, writer: asyncio.StreamWriter) -> str:
-        """Held from its arrival until it is answered, passing-on included: the demand the
-        controller sees must not drop while an instance that just registered is tried."""
+    async def _hold(self, request: Request, writer: asyncio.StreamWriter, gone: asyncio.Future[None]) -> str:
+        """Held from its arrival until an instance begins its answer: the demand the controller
+        sees must not drop while an instance that just registered is tried, nor stay up for the
+        minutes a stream lasts."""
         ticket, since = next(self._tickets), self._clock()
         self._held[ticket] = (since, len(request.body))
         if len(self._held) == 1:
             self.stats.wakes += 1
         self._report()
+
+        def release() -> None:
+            if self._held.pop(ticket, None) is not None:
+                self.stats.held_for(self._clock() - since)
+                self._report()
+
         try:
             deadline = since + self.limits.hold_timeout_s
-            while self._clock() < deadline:
-                if self.ready() and await self._pass_on(request, writer):
-                    return "after_hold"
-                await asyncio.sleep(POLL_S)
-            why = f"no Triton instance became ready within {self.limits.hold_timeout_s:g} s"
-            writer.write(self._busy(why, 504, "Gateway Timeout"))
+            while not gone.done():
+                tried = await self._try(request, writer, gone, release)
+                if tried is not Tried.AGAIN:
+                    return "after_hold" if tried is Tried.ANSWERED else tried.value
+                left = deadline - self._clock()
+                if left <= 0:
+                    break
+                await asyncio.wait({gone}, timeout=min(POLL_S, left))
+            if gone.done():
+                return "gone"
+            limit = self.limits.hold_timeout_s
+            if is_openai(request.target):
+                writer.write(self._here(waited_too_long(limit), retry=True))
+            else:
+                why = f"no Triton instance became ready within {limit:g} s"
+                writer.write(self._busy(None, why, 504, "Gateway Timeout"))
             return "timeout"
         finally:
-            self._held.pop(ticket, None)
-            self.stats.held_for(self._clock() - since)
-            self._report()
+            release()
 
     def _report(self) -> None:
         self._on_demand(self.held, self.oldest_s())
 
-    def _busy(self, why: str, status: int = 503, reason: str = "Service Unavailable") -> bytes:
+    def _busy(
+        self, target: str | None, why: str, status: int = 503, reason: str = "Service Unavailable"
+    ) -> bytes:
+        if target is not None and is_openai(target):
+            return self._here(too_busy(why), retry=True)
         retry = str(self.limits.retry_after_s)
         return answer(status, reason, f"activator: {why}; retry later", {"Retry-After": retry})
 
-    async def _pass_on(self, request: Request, writer: asyncio.StreamWriter) -> bool:
-        """Send the request to the next ready instance and relay its answer. False when the
-        instance never answered (refused, or closed without a byte): the request may go elsewhere."""
-        ready = self.ready()
-        if not ready:
-            return False
-        endpoint = ready[next(self._turn) % len(ready)]
+    def _here(self, error: OpenAIError, retry: bool = False) -> bytes:
+        """An answer of the activator's own to an OpenAI client, in OpenAI's error shape."""
+        extra = {"Retry-After": str(self.limits.retry_after_s)} if retry else {}
+        body = json.dumps(error.body(), separators=(",", ":"))
+        return answer(error.status, HTTPStatus(error.status).phrase, body, extra, "application/json")
+
+    async def _try(
+        self,
+        request: Request,
+        writer: asyncio.StreamWriter,
+        gone: asyncio.Future[None],
+        answered: Callable[[], None],
+    ) -> Tried:
+        """One try on the next instance that may take the request (``answered``: called at the
+        first byte of its answer)."""
+        found = self.route(request.target)
+        if found.refusal is not None:
+            writer.write(self._here(found.refusal))
+            return Tried.NOT_SERVED
+        if not found.endpoints:
+            return Tried.AGAIN
+        endpoint = found.endpoints[next(self._turn) % len(found.endpoints)]
+        return await self._pass_on(endpoint, request, writer, gone, answered)
+
+    async def _pass_on(
+        self,
+        endpoint: Endpoint,
+        request: Request,
+        writer: asyncio.StreamWriter,
+        gone: asyncio.Future[None],
+        answered: Callable[[], None],
+    ) -> Tried:
+        """Send the request to ``endpoint`` and relay its answer as it comes."""
         limits = self.limits
         try:
             upstream_reader, upstream = await asyncio.wait_for(
@@ -177,27 +262,64 @@ class Activator:
             )
         except (OSError, TimeoutError):
             self._skip(endpoint, "refused the connection")
-            return False
+            return Tried.AGAIN
+
+        def cut(_gone: object) -> None:
+            upstream.close()  # the instance sees its client go at once: a generation is cancelled
+
+        gone.add_done_callback(cut)
         try:
-            upstream.write(request.encode())
-            await upstream.drain()
-            head = await asyncio.wait_for(upstream_reader.readuntil(b"\r\n\r\n"), limits.answer_timeout_s)
-        except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            try:
+                upstream.write(request.encode())
+                await upstream.drain()
+                head = await asyncio.wait_for(upstream_reader.readuntil(b"\r\n\r\n"), limits.answer_timeout_s)
+            except TimeoutError:
+                why = f"the instance did not answer within {limits.answer_timeout_s:g} s"
+                writer.write(answer(504, "Gateway Timeout", f"activator: {why}"))
+                return Tried.FAILED
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+                if gone.done():
+                    return Tried.GONE
+                if isinstance(exc, asyncio.LimitOverrunError) or exc.partial:
+                    writer.write(answer(502, "Bad Gateway", "activator: the instance's answer broke off"))
+                    return Tried.FAILED
+                self._skip(endpoint, "closed without an answer")
+                return Tried.AGAIN
+            except OSError:
+                if gone.done():
+                    return Tried.GONE
+                self._skip(endpoint, "closed without an answer")
+                return Tried.AGAIN
+            answered()
+            return await self._relay(head, upstream_reader, writer)
+        finally:
+            gone.remove_done_callback(cut)
             upstream.close()
-            self._skip(endpoint, "closed without an answer")
-            return False
+
+    async def _relay(
+        self, head: bytes, upstream: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> Tried:
+        """The instance's answer to the client, each read passed on at once and drained: a
+        stream's events arrive as they are sent, for as long as the stream lasts."""
         try:
             writer.write(with_close(head[:-4]))
-            while chunk := await upstream_reader.read(64 * 1024):
+            await writer.drain()
+            while chunk := await upstream.read(RELAY_BYTES):
                 writer.write(chunk)
                 await writer.drain()
-        finally:
-            upstream.close()
-        return True
+        except (ConnectionError, OSError):
+            pass  # the client's side broke; the caller closes the instance's
+        # Answered, even when the client left halfway: `gone` counts requests that left before
+        # an instance began to answer (a client that read a whole answer may close first).
+        return Tried.ANSWERED
 
     def _skip(self, endpoint: Endpoint, why: str) -> None:
         log.info("instance %s %s: skipped for %g s", endpoint, why, SKIP_S)
         self._skipped[endpoint] = self._clock() + SKIP_S
+
+
+def _nothing() -> None:
+    pass
 
 
 def metrics_text(activator: Activator, instances: int) -> str:

@@ -144,10 +144,16 @@ async def _read_line(reader: asyncio.StreamReader) -> bytes:
         raise BadRequest("bad chunked framing") from exc
 
 
-def answer(status: int, reason: str, text: str, extra: dict[str, str] | None = None) -> bytes:
-    """A small text/plain answer the activator makes itself (always closing the connection)."""
+def answer(
+    status: int,
+    reason: str,
+    text: str,
+    extra: dict[str, str] | None = None,
+    content_type: str = "text/plain; charset=utf-8",
+) -> bytes:
+    """A small answer the activator makes itself (always closing the connection)."""
     body = (text + "\n").encode()
-    headers = {"Content-Type": "text/plain; charset=utf-8", "Content-Length": str(len(body))}
+    headers = {"Content-Type": content_type, "Content-Length": str(len(body))}
     headers |= extra or {}
     headers["Connection"] = "close"
     head = f"HTTP/1.1 {status} {reason}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())

@@ -75,11 +75,6 @@ def front_endpoints(instances: Instances) -> frozenset[Endpoint]:
     return frozenset(i.openai for i in instances if i.openai is not None)
 
 
-def http_endpoints(instances: Instances | None) -> frozenset[Endpoint] | None:
-    """Triton's endpoints of a known set; None while the set is unknown (the activator's view)."""
-    return None if instances is None else triton_endpoints(instances)
-
-
 class SourceError(TarnError):
     """The source of instances could not be read, or answered something that is not an instance list."""
 

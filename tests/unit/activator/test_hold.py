@@ -9,6 +9,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.client
+import itertools
+import json
+import re
+import select
 import socket
 import threading
 import time
@@ -22,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.activator.hold import Activator, Limits, metrics_text
 from tarn.haproxy.plan import Endpoint
+from tarn.haproxy.sources import Instance
 
 
 class Echo(BaseHTTPRequestHandler):
@@ -65,7 +70,7 @@ def eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
 class Running:
     activator: Activator
     port: int
-    ready: set[Endpoint] = field(default_factory=set)
+    ready: set[Instance] = field(default_factory=set)
     reports: list[tuple[int, float]] = field(default_factory=list)
 
     def call(
@@ -93,8 +98,18 @@ def run_activator(limits: Limits) -> Iterator[Running]:
     try:
         yield holder[0]
     finally:
+        asyncio.run_coroutine_threadsafe(cancel_the_rest(), loop).result(5)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
+        loop.close()
+
+
+async def cancel_the_rest() -> None:
+    """Connections still being served end before the loop stops (no task left to its GC)."""
+    rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)
 
 
 @pytest.fixture
@@ -111,7 +126,7 @@ def test_held_requests_are_answered_once_an_instance_is_ready(running: Running, 
         while running.activator.held < 50 and time.monotonic() < deadline:
             time.sleep(0.02)
         assert running.activator.held == 50  # all waiting, none refused
-        running.ready.add(instance)
+        running.ready.add(Instance(instance))
         replies = [f.result() for f in futures]
     assert [r[0] for r in replies] == [200] * 50
     assert [r[2] for r in replies] == bodies  # JSON and binary, byte for byte
@@ -124,7 +139,7 @@ def test_held_requests_are_answered_once_an_instance_is_ready(running: Running, 
 
 
 def test_a_ready_instance_takes_the_request_at_once(running: Running, instance: Endpoint) -> None:
-    running.ready.add(instance)
+    running.ready.add(Instance(instance))
     status, headers, body = running.call(b"x", path="/v2/health/ready?q=1")
     assert (status, body, headers["X-Path"]) == (200, b"x", "/v2/health/ready?q=1")
     assert eventually(lambda: running.activator.stats.outcomes["direct"] == 1)  # counted after the relay
@@ -135,11 +150,11 @@ def test_an_instance_that_refuses_is_skipped(running: Running, instance: Endpoin
     with socket.socket() as probe:  # a port nobody listens on: the killed instance
         probe.bind(("127.0.0.1", 0))
         dead = Endpoint("127.0.0.1", probe.getsockname()[1])
-    running.ready.add(dead)
+    running.ready.add(Instance(dead))
     with ThreadPoolExecutor(1) as pool:
         future = pool.submit(running.call, b"payload")
         time.sleep(0.3)
-        running.ready.add(instance)  # the replacement registers
+        running.ready.add(Instance(instance))  # the replacement registers
         assert future.result()[0] == 200
 
 
@@ -172,7 +187,7 @@ def test_over_the_limits_503_at_once() -> None:
 
 
 def test_chunked_body_passes_through(running: Running, instance: Endpoint) -> None:
-    running.ready.add(instance)
+    running.ready.add(Instance(instance))
     conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=10)
     conn.request("POST", "/infer", body=iter([b"abc", b"", b"\x00\xff" * 100]), encode_chunked=True)
     reply = conn.getresponse()
@@ -197,3 +212,189 @@ def test_metrics_parse() -> None:
     }
     count = [s for s in families["tarn_activator_hold_seconds"].samples if s.name.endswith("_count")]
     assert count[0].value == 1
+
+
+# ---- /v1: the OpenAI fronts, streams
+
+
+class Front(BaseHTTPRequestHandler):
+    """An OpenAI front as the activator sees it: POST /v1/… with {"n": events, "gap": seconds}
+    streams events, chunked, each as it is made; it notes when its client (the activator) left."""
+
+    protocol_version = "HTTP/1.1"
+    left: list[float]  # set per server
+
+    def do_POST(self) -> None:
+        spec = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("X-Path", self.path)
+        self.end_headers()
+        self.wfile.flush()
+        for index in range(spec["n"]):
+            if self._client_left(spec["gap"]):
+                self.left.append(time.monotonic())
+                return
+            self._chunk(f"data: {json.dumps({'i': index, 'sent': time.monotonic()})}\n\n")
+        self._chunk("data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _client_left(self, wait: float) -> bool:
+        readable, _w, _x = select.select([self.connection], [], [], wait)
+        try:
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except ConnectionError:
+            return True
+
+    def _chunk(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@dataclass
+class FrontServer:
+    endpoint: Endpoint
+    left: list[float]
+
+
+@pytest.fixture
+def front() -> Iterator[FrontServer]:
+    left: list[float] = []
+    handler = type("RecordingFront", (Front,), {"left": left})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield FrontServer(Endpoint("127.0.0.1", server.server_address[1]), left)
+    server.shutdown()
+
+
+def send_stream(port: int, n: int, gap: float, path: str = "/v1/chat/completions") -> socket.socket:
+    body = json.dumps({"n": n, "gap": gap, "stream": True}).encode()
+    client = socket.create_connection(("127.0.0.1", port), timeout=30)
+    head = f"POST {path} HTTP/1.1\r\nHost: tarn\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+    client.sendall(head + body)
+    return client
+
+
+def read_events(
+    client: socket.socket, stop_after: int | None = None
+) -> tuple[bytes, list[tuple[int, float]]]:
+    """The answer's head, and each event's index with when it arrived (read as the bytes come);
+    up to [DONE], or ``stop_after`` events."""
+    buffer = b""
+    events: list[tuple[int, float]] = []
+    while True:
+        data = client.recv(65536)
+        if not data:
+            raise AssertionError(f"cut after {len(events)} events: {buffer[-200:]!r}")
+        arrived = time.monotonic()
+        buffer += data
+        for match in re.finditer(rb'data: \{"i": (\d+)', buffer):
+            index = int(match[1])
+            if index not in [i for i, _t in events]:
+                events.append((index, arrived))
+        if b"data: [DONE]" in buffer or (stop_after is not None and len(events) >= stop_after):
+            return buffer.partition(b"\r\n\r\n")[0], events
+
+
+def test_a_held_stream_goes_to_the_front_and_each_event_arrives_as_it_is_sent(front: FrontServer) -> None:
+    with run_activator(Limits(hold_timeout_s=3, max_held=10)) as running:
+        client = send_stream(running.port, n=12, gap=0.2)
+        assert eventually(lambda: running.activator.held == 1)
+        # the instance registers with its front: /v1 goes to openai_port, not http_port
+        running.ready.add(Instance(Endpoint("127.0.0.1", 1), front.endpoint.port))
+        head, events = read_events(client)
+        client.close()
+        assert eventually(lambda: running.activator.stats.outcomes["after_hold"] == 1)
+    assert head.startswith(b"HTTP/1.1 200")
+    assert b"X-Path: /v1/chat/completions" in head
+    assert [i for i, _t in events] == list(range(12))
+    gaps = [later - earlier for (_a, earlier), (_b, later) in itertools.pairwise(events)]
+    assert min(gaps) > 0.1  # one by one as sent (0.2 s apart), none gathered at the end
+
+
+def test_a_stream_outlives_the_hold_timeout_and_stops_counting_as_held(front: FrontServer) -> None:
+    with run_activator(Limits(hold_timeout_s=0.3)) as running:
+        running.ready.add(Instance(Endpoint("127.0.0.1", 1), front.endpoint.port))
+        client = send_stream(running.port, n=8, gap=0.15)  # 1.2 s, four times the hold timeout
+        read_events(client, stop_after=2)
+        assert running.activator.held == 0  # answering: no longer demand
+        _head, events = read_events(client)
+        client.close()
+    assert len(events) >= 6  # the rest arrived, [DONE] too
+
+
+def test_demand_drops_once_the_front_answers(front: FrontServer) -> None:
+    with run_activator(Limits(hold_timeout_s=5)) as running:
+        client = send_stream(running.port, n=10, gap=0.2)
+        assert eventually(lambda: running.activator.held == 1)
+        running.ready.add(Instance(Endpoint("127.0.0.1", 1), front.endpoint.port))
+        read_events(client, stop_after=1)
+        assert running.activator.held == 0
+        assert running.reports[-1][0] == 0  # the controller hears it while the stream goes on
+        client.close()
+
+
+def test_a_client_that_leaves_mid_stream_closes_the_fronts_connection_at_once(front: FrontServer) -> None:
+    with run_activator(Limits(hold_timeout_s=5)) as running:
+        client = send_stream(running.port, n=100, gap=0.1)
+        assert eventually(lambda: running.activator.held == 1)
+        running.ready.add(Instance(Endpoint("127.0.0.1", 1), front.endpoint.port))
+        read_events(client, stop_after=3)
+        client.close()
+        closed = time.monotonic()
+        assert eventually(lambda: bool(front.left), within=3)
+        assert eventually(lambda: running.activator.stats.outcomes["after_hold"] == 1)  # it was answered
+    # the front's next look (every 0.1 s here) sees it: the activator closed its side at once
+    assert front.left[0] - closed < 0.5
+
+
+def test_a_client_that_leaves_before_the_first_event_cancels_too(front: FrontServer) -> None:
+    """A long prefill: nothing to write to the client, so only watching its side shows it left."""
+    with run_activator(Limits(hold_timeout_s=5)) as running:
+        running.ready.add(Instance(Endpoint("127.0.0.1", 1), front.endpoint.port))
+        client = send_stream(running.port, n=2, gap=30)  # first event in 30 s
+        time.sleep(0.3)
+        client.close()
+        closed = time.monotonic()
+        assert eventually(lambda: bool(front.left), within=3)
+    assert front.left[0] - closed < 0.5
+
+
+def test_a_client_that_leaves_while_held_is_held_no_more() -> None:
+    with run_activator(Limits(hold_timeout_s=10)) as running:
+        client = send_stream(running.port, n=1, gap=0)
+        assert eventually(lambda: running.activator.held == 1)
+        client.close()
+        assert eventually(lambda: running.activator.held == 0, within=1)
+        assert eventually(lambda: running.activator.stats.outcomes["gone"] == 1)
+        assert running.reports[-1][0] == 0
+
+
+def test_v1_without_any_front_is_answered_at_once_in_openai_shape(instance: Endpoint) -> None:
+    with run_activator(Limits(hold_timeout_s=10)) as running:
+        running.ready.add(Instance(instance))  # an instance without --openai-port
+        began = time.monotonic()
+        status, headers, body = running.call(b"{}", path="/v1/chat/completions")
+        assert time.monotonic() - began < 1
+        assert running.call(b"x", path="/v2/models/m/infer")[0] == 200  # /v2 still served
+    assert status == 404
+    assert headers["Content-Type"] == "application/json"
+    error = json.loads(body)["error"]
+    assert error["code"] == "openai_not_served"
+    assert "--openai-port" in error["message"]
+    assert running.activator.stats.outcomes["not_served"] == 1
+
+
+def test_v1_held_too_long_gets_504_in_openai_shape() -> None:
+    with run_activator(Limits(hold_timeout_s=0.3, retry_after_s=7)) as running:
+        status, headers, body = running.call(b"{}", path="/v1/chat/completions")
+    assert (status, headers["Retry-After"], headers["Content-Type"]) == (504, "7", "application/json")
+    error = json.loads(body)["error"]
+    assert (error["type"], error["code"]) == ("server_error", "no_instance_ready")
+    assert "0.3 s" in error["message"]

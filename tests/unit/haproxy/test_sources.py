@@ -19,7 +19,6 @@ from tarn.haproxy.sources import (
     SourceError,
     Watcher,
     front_endpoints,
-    http_endpoints,
     parse_instances_json,
     parse_instances_text,
     parse_znode,
@@ -211,8 +210,6 @@ def test_instances_json_carries_the_fronts() -> None:
 def test_each_backend_gets_its_endpoints(instances: Instances, triton: set[str], fronts: set[str]) -> None:
     assert {str(e) for e in triton_endpoints(instances)} == triton
     assert {str(e) for e in front_endpoints(instances)} == fronts
-    assert http_endpoints(instances) == triton_endpoints(instances)
-    assert http_endpoints(None) is None  # unknown stays unknown for the activator
 
 
 @pytest.fixture

@@ -103,9 +103,26 @@ def test_the_fronts_backend_suits_long_streams() -> None:
     assert "http-request del-header X-TARN-User" in backend  # never the client's word
     assert "option httpchk GET /health" in backend
     assert [line for line in backend if line.startswith("server ")] == [
-        f"server openai-{n} openai-slot:9000 disabled init-addr last,0.0.0.0" for n in (1, 2, 3)
+        *(f"server openai-{n} openai-slot:9000 disabled init-addr last,0.0.0.0" for n in (1, 2, 3)),
+        "server activator 127.0.0.1:8099 backup no-check",  # holds /v1 at zero too
     ]
-    assert not [line for line in backend if " backup" in line]  # the activator holds /v2 only
+
+
+@pytest.mark.parametrize(
+    ("inputs", "backup"),
+    [
+        ({}, "server activator 127.0.0.1:8099 backup no-check"),
+        ({"haproxy_activator_listen": "127.0.0.1:7000"}, "server activator 127.0.0.1:7000 backup no-check"),
+        ({"haproxy_activator_enabled": False}, None),
+        ({"haproxy_sync_enabled": False}, None),  # no sync, no activator
+    ],
+    ids=["default", "its address", "off", "no sync"],
+)
+def test_both_backends_have_the_same_activator_as_backup(inputs: Json, backup: str | None) -> None:
+    cfg = sections(render("haproxy.cfg.j2", **inputs))
+    for backend in ("backend triton_backend", "backend openai_backend"):
+        backups = [line for line in cfg[backend] if " backup" in line]
+        assert backups == ([backup] if backup else []), backend
 
 
 def test_the_fronts_timeout_is_a_setting() -> None:
