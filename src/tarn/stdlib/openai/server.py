@@ -165,7 +165,7 @@ class Front:
             await reply.send(answer(200, prometheus_text(self.counters).encode(), PROMETHEUS_TEXT))
         elif path == "/health":
             _only(request, "GET")
-            await reply.send(answer(200, b'{"status":"ok"}'))
+            await reply.send(await self._health())
         else:
             raise OpenAIError(404, f"Unknown request URL: {request.method} {path}", code="unknown_url")
 
@@ -356,6 +356,17 @@ class Front:
             return head.status, json.loads(raw)
         except ValueError:
             return head.status, None
+
+    async def _health(self) -> bytes:
+        """200 while this front's Triton answers ready: the entries' health check, so that a front
+        whose Triton died (the front outlives it for a moment) takes no new request."""
+        try:
+            status, _body = await self._call("GET", "/v2/health/ready")
+        except OpenAIError as exc:
+            return answer(503, json_bytes({"status": "triton unreachable", "detail": exc.message}))
+        if status != 200:
+            return answer(503, json_bytes({"status": f"triton not ready ({status})"}))
+        return answer(200, b'{"status":"ok"}')
 
     async def _metadata(self, model: str) -> Any:
         status, metadata = await self._call("GET", f"/v2/models/{quote(model, safe='')}")

@@ -136,11 +136,22 @@ def test_the_spec_gives_the_launcher_its_fronts_port() -> None:
 
 # ---- the launcher with real processes
 
-# A stand-in tritonserver: writes its pid, exits 0 on SIGTERM as Triton's graceful shutdown does.
+# A stand-in tritonserver: answers ready on its --http-port (the front's /health asks), writes its
+# pid, exits 0 on SIGTERM as Triton's graceful shutdown does.
 STANDIN = textwrap.dedent(
     """\
-    import os, signal, time
+    import http.server, os, signal, sys, threading, time
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    port = int(next(a for a in sys.argv if a.startswith("--http-port=")).split("=")[1])
+    class Ready(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/v2/health/ready" else 404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        def log_message(self, *args):
+            pass
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Ready)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     with open(os.environ["STANDIN_PIDS"] + ".tmp", "w") as out:
         out.write(str(os.getpid()))
     os.rename(os.environ["STANDIN_PIDS"] + ".tmp", os.environ["STANDIN_PIDS"])

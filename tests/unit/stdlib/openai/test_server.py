@@ -50,6 +50,7 @@ class StandIn:
 
     asked: list[dict[str, Any]] = field(default_factory=list)  # generate_stream bodies
     closed_at: list[float] = field(default_factory=list)  # when an endless stream saw its client go
+    ready: bool = True  # /v2/health/ready's answer
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -64,7 +65,9 @@ class StandIn:
                 0,
             )
             body = await reader.readexactly(length)
-            if path == "/v2/repository/index" and method == "POST":
+            if path == "/v2/health/ready" and method == "GET":
+                writer.write(plain_answer("200 OK" if self.ready else "503 Service Unavailable", b""))
+            elif path == "/v2/repository/index" and method == "POST":
                 index = [{"name": n, "version": "1", "state": "READY"} for n in (*TEXT_MODELS, "add_one")]
                 index.append({"name": "loading", "version": "1", "state": "UNAVAILABLE"})
                 writer.write(plain_answer("200 OK", json.dumps(index).encode()))
@@ -474,4 +477,12 @@ def test_metrics_and_health(running: Running) -> None:
     assert 'tarn_openai_completion_tokens_total{user="bob",model="tiny"} 16' in text
     assert 'tarn_openai_completion_tokens_total{user="anonymous",model="tiny"} 16' in text
     assert 'tarn_openai_streams_in_flight{model="tiny"} 0' in text
+    assert running.call("GET", "/health")[:1] == (200,)
+
+
+def test_health_follows_tritons_readiness(running: Running) -> None:
+    """An entry's health check on the front must fail while its Triton is not ready or gone."""
+    running.standin.ready = False
+    assert running.call("GET", "/health")[:1] == (503,)
+    running.standin.ready = True
     assert running.call("GET", "/health")[:1] == (200,)
