@@ -15,9 +15,11 @@ request.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import math
 import os
+import re
 import secrets
 import statistics
 import subprocess
@@ -29,6 +31,8 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
+import httpx2
+import openai
 import pytest
 import requests
 from kazoo.client import KazooClient
@@ -65,6 +69,7 @@ ZK_NAMESPACE = f"/services/{SERVICE}"
 ZK_PATH = f"{ZK_NAMESPACE}/instances"
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-knox-models"
 EVENTS = 10
+LLM = "tiny_lm"  # examples/llm_repository's, served beside the example models through /v1
 INVENTORY = ROOT / "inventories" / "lab" / "hosts.yml"
 BASIC_ALICE = "Basic " + base64.b64encode(f"alice:{PASSWORDS['alice']}".encode()).decode()
 POLICIES = [
@@ -163,6 +168,7 @@ def service(
     })  # fmt: skip
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
+    hdfs.upload_tree(ROOT / "examples" / "llm_repository" / LLM, f"{MODELS_ON_HDFS}/{LLM}")
     # YARN starts the service while the roles run (the controller polls Ranger every second, so
     # the policies registered below reach it once they are there)
     submitting = ThreadPoolExecutor(1).submit(
@@ -171,8 +177,9 @@ def service(
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}", f"--token={token}",
         "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
         "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),
+        "--openai-port", str(BASE_PORT + 3),
         "--min-instances", "2", "--max-instances", "2", "--tick-seconds", "1", "--gpus-per-instance", "0",
-        "--memory-mb", "768", "--vcores", "1", "--controller-memory-mb", "512",
+        "--memory-mb", "1024", "--vcores", "1", "--controller-memory-mb", "512",
         "--zk-ensemble", f"{LAB_MASTER}:2181", "--zk-path", ZK_PATH,
         "-rs", RANGER_SERVICE, "--ranger-conf-dir", str(conf), *CLUSTER,
     )  # fmt: skip
@@ -320,6 +327,73 @@ def test_the_audit_log_names_each_requests_user_and_instance(service: Service) -
     assert any(f.startswith("http://") and target in f for f in fields), dispatch
     assert not any(PASSWORDS["alice"] in line for line in lines), "a password reached Knox's audit log"
     print(f"\n[knox] audit: {len(lines)} lines for one request; the dispatch: {dispatch}")
+
+
+def openai_as(user: str, **headers: str) -> openai.OpenAI:
+    """The official client on Knox's /v1 as ``user`` (LDAP, Basic: it replaces the client's
+    Bearer header), no retries."""
+    transport = httpx2.Client(auth=(user, PASSWORDS[user]), verify=str(CERT), timeout=60)
+    return openai.OpenAI(
+        base_url=f"https://{KNOX}/v1", api_key="unused", max_retries=0, http_client=transport,
+        default_headers=headers or None,
+    )  # fmt: skip
+
+
+def users_counted(service: Service) -> dict[str, float]:
+    """The controller's completion tokens of tiny_lm per user, summed over the fronts."""
+    found: dict[str, float] = {}
+    for line in service.get("/metrics").text.splitlines():
+        if line.startswith("tarn_openai_completion_tokens_total{"):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', line[: line.rindex("}")]))
+            if labels.get("model") == LLM:
+                found[labels["user"]] = found.get(labels["user"], 0.0) + float(line.rsplit(" ", 1)[1])
+    return found
+
+
+def test_the_openai_client_through_knox_as_alice_and_bob(service: Service) -> None:
+    """/v1 through Knox (issue 35): alice chats and completes, streamed and not, each event passed on
+    as it comes; bob, whom Ranger lets infer only linear_onnx, gets 403 in OpenAI's shape and an
+    empty model list; the fronts count alice's tokens under her name, whatever X-TARN-User she sends."""
+    alice = openai_as("alice", **{"X-TARN-User": "bob"})  # Knox sets the header: never the client's word
+    assert [m.id for m in alice.models.list()] == [LLM]
+    messages: list[Any] = [{"role": "user", "content": "Tell me how a cluster serves models"}]
+    chat = alice.chat.completions.create(model=LLM, messages=messages, max_tokens=8, temperature=0)
+    assert chat.usage is not None
+    assert chat.usage.completion_tokens == 8
+    arrived: list[float] = []
+    text = ""
+    for chunk in alice.chat.completions.create(
+        model=LLM, messages=messages, max_tokens=20, temperature=0, stream=True,
+        extra_body={"parameters": {"token_delay_s": 0.2}},
+    ):  # fmt: skip
+        if chunk.choices and chunk.choices[0].delta.content:
+            text += chunk.choices[0].delta.content
+            arrived.append(time.monotonic())
+    gaps = [b - a for a, b in itertools.pairwise(arrived)]
+    assert text.startswith(chat.choices[0].message.content or "-")
+    assert len(arrived) == 20
+    assert statistics.median(gaps) >= 0.1, f"events held back and sent together: gaps {gaps}"
+    completion = alice.completions.create(model=LLM, prompt="a cluster", max_tokens=5)
+    assert completion.usage is not None
+    counted = 8 + 20 + completion.usage.completion_tokens
+
+    bob = openai_as("bob")
+    assert [m.id for m in bob.models.list()] == []
+    with pytest.raises(openai.PermissionDeniedError) as denied:
+        bob.chat.completions.create(model=LLM, messages=messages, max_tokens=4)
+    assert denied.value.status_code == 403
+    body = denied.value.body
+    assert isinstance(body, dict), body
+    assert LLM in str(body.get("message", "")), body
+
+    deadline = time.monotonic() + 20  # the controller reads the fronts every tick
+    while (users := users_counted(service)).get("alice") != counted and time.monotonic() < deadline:
+        time.sleep(1)
+    assert users == {"alice": counted}, f"the client counted {counted} tokens as alice; the fronts {users}"
+    print(
+        f"\n[knox] /v1 as alice: {counted} tokens, counted under alice; a stream's events "
+        f"{statistics.median(gaps):.3f} s apart (median; sent 0.2 s apart); bob: 403 {body}"
+    )
 
 
 def knox_load(threads: int = 4) -> Load:
