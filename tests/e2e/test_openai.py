@@ -2,11 +2,12 @@
 
 A TARN service of examples/llm_repository (tiny_lm generates token by token on the CPU) whose
 instances run the OpenAI front beside Triton (``--openai-port``); HAProxy's /v1/ backend follows
-the fronts' ports in ZooKeeper. Shown here: chat and completions, streamed and not, the same text
-both ways and the controller's token counters equal to the client's usage; a client that goes away
-stops its generation within 1 s (tiny_lm's own metrics); and, on two instances, a 120 s stream that
-arrives whole while the other instance's Triton is killed under a stream and a load of new
-requests: that stream ends with an error event, new requests fail none.
+the fronts' ports in ZooKeeper. The service starts at zero instances. Shown here: 20 concurrent
+streams at zero, held by HAProxy's activator, all answered whole; chat and completions, streamed
+and not, the same text both ways, and the controller's token counters equal to the client's usage;
+a client that goes away stops its generation within 1 s (tiny_lm's own metrics); and, on two
+instances, a 120 s stream that arrives whole while the other instance's Triton is killed under a
+stream and a load of new requests: that stream ends with an error event, new requests fail none.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import statistics
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +29,9 @@ import requests
 from kazoo.client import KazooClient
 
 from lab import lab_client
+from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager
+from tarn.service.wait import ready
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
 from tests.support.lab import LAB_USER, podman_exec, wait_for, znodes
@@ -40,6 +45,8 @@ MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-llm-models"
 MODEL = "tiny_lm"
 PROMPT = "Tell me how a cluster serves models"
 LONG_TOKENS, LONG_DELAY_S = 600, 0.2  # a stream of 120 s
+IDLE_S = 600  # the service starts at zero; it never idles this long once woken
+BURST = 20
 
 
 def api(timeout: float = 60) -> openai.OpenAI:
@@ -109,7 +116,8 @@ def llm(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Llm
         "--port", str(BASE_PORT), "--grpc-port", str(BASE_PORT + 1), "--metrics-port", str(BASE_PORT + 2),
         "--openai-port", str(OPENAI_PORT),
         "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),
-        "--min-instances", "1", "--max-instances", "2", "--cooldown", "3600000", "--tick-seconds", "1",
+        "--min-instances", "0", "--max-instances", "2", "--scale-to-zero-after", str(IDLE_S),
+        "--cooldown", "3600000", "--tick-seconds", "1",
         "--gpus-per-instance", "0", "--memory-mb", "1024", "--vcores", "1", "--controller-memory-mb", "512",
         "--zk-ensemble", zk_hosts, "--zk-path", ZK_PATH, *CLUSTER,
         token=token, timeout=600,
@@ -119,7 +127,7 @@ def llm(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Llm
     zk.start(timeout=15)
     try:
         found = Llm(Service(rm, token, SERVICE), zk)
-        converged(found, 1, 300)
+        wait_for(lambda: at_zero(rm), 300, "the service READY at zero instances")
         yield found
     finally:
         zk.stop()
@@ -129,11 +137,64 @@ def llm(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Llm
         hdfs.delete(MODELS_ON_HDFS, recursive=True)
 
 
+def at_zero(rm: ResourceManager) -> bool:
+    """The controller READY and no Triton container: a service at zero as clients meet it."""
+    service = rm.service(SERVICE)
+    return service is not None and ready(0)(service) and not instances_of(service)
+
+
+def first_token(number: int) -> tuple[float, str, int]:
+    """One streamed chat completion through HAProxy: seconds to its first token, its text, tokens."""
+    began = time.monotonic()
+    first, text, tokens = 0.0, "", 0
+    for chunk in api(timeout=300).chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=30, temperature=0,
+        stream=True, extra_body=parameters(0.05),
+    ):  # fmt: skip
+        if chunk.choices and chunk.choices[0].delta.content:
+            first = first or time.monotonic() - began
+            text += chunk.choices[0].delta.content
+            tokens += 1
+    return first, text, tokens
+
+
+def test_from_zero_20_concurrent_streams_are_all_answered(llm: Llm) -> None:
+    """At zero, HAProxy's activator holds the streams, its demand wakes the controller, and each
+    stream is relayed from the first instance's front, whole."""
+    assert not llm.records(), "the service is not at zero"
+    with ThreadPoolExecutor(BURST) as pool:
+        answers = list(pool.map(first_token, range(BURST)))
+    waits = sorted(first for first, _text, _tokens in answers)
+    assert {(text, tokens) for _first, text, tokens in answers} == {(answers[0][1], 30)}
+    print(
+        f"\nopenai: from zero, {BURST} concurrent streams all whole; first token after "
+        f"{waits[0]:.2f} s (fastest), {statistics.median(waits):.2f} s (median), {waits[-1]:.2f} s (slowest)"
+    )
+
+
+def token_totals(service: Service) -> tuple[float, float]:
+    return (
+        controller_total(service, "tarn_openai_prompt_tokens_total"),
+        controller_total(service, "tarn_openai_completion_tokens_total"),
+    )
+
+
+def settled_totals(service: Service) -> tuple[float, float]:
+    """The controller's token totals once two reads 2 s apart (two ticks) agree."""
+
+    def settled() -> tuple[float, float] | None:
+        first = token_totals(service)
+        time.sleep(2)
+        return first if token_totals(service) == first else None
+
+    return wait_for(settled, 30, "the controller's token totals to settle")
+
+
 def test_chat_and_completions_streamed_and_not_and_the_counters_match(llm: Llm) -> None:
     client = api()
     assert [m.id for m in client.models.list()] == [MODEL]
     messages: list[Any] = [{"role": "user", "content": PROMPT}]
-    prompt_tokens = completion_tokens = 0
+    prompt_tokens, completion_tokens = settled_totals(llm.service)  # the burst's, summed
 
     chat = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=12, temperature=0)
     assert chat.usage is not None
@@ -165,13 +226,10 @@ def test_chat_and_completions_streamed_and_not_and_the_counters_match(llm: Llm) 
     completion_tokens += 2 * text.usage.completion_tokens
 
     # The controller sums the fronts' counters a tick or two later; they must come to the client's.
-    counted = (prompt_tokens, completion_tokens)
+    counted = (prompt_tokens, completion_tokens)  # since the start: the burst's and these
 
     def totals() -> tuple[float, float] | None:
-        now = (
-            controller_total(llm.service, "tarn_openai_prompt_tokens_total"),
-            controller_total(llm.service, "tarn_openai_completion_tokens_total"),
-        )
+        now = token_totals(llm.service)
         return now if now == counted else None
 
     wait_for(totals, 20, f"the controller's token counters at the client's {counted}")
