@@ -180,9 +180,12 @@ def test_the_openai_fronts_are_served_with_a_read_timeout_for_long_streams() -> 
     assert site["gateway.idle.timeout"] == "600000"
     [longer] = topologies(templar(knox_openai_read_timeout_s=1800))
     assert longer.findall("service")[1].findtext("param/value") == "1800s"
-    assert properties(render("gateway-site.xml.j2", templar(knox_openai_read_timeout_s=60)))[
-        "gateway.idle.timeout"
-    ] == "300000"  # Knox's default stays the floor
+    assert (
+        properties(render("gateway-site.xml.j2", templar(knox_openai_read_timeout_s=60)))[
+            "gateway.idle.timeout"
+        ]
+        == "300000"
+    )  # Knox's default stays the floor
 
 
 def test_without_openai_the_topology_serves_v2_alone() -> None:
