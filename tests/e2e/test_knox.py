@@ -21,6 +21,7 @@ import math
 import os
 import re
 import secrets
+import ssl
 import statistics
 import subprocess
 import sys
@@ -332,7 +333,9 @@ def test_the_audit_log_names_each_requests_user_and_instance(service: Service) -
 def openai_as(user: str, **headers: str) -> openai.OpenAI:
     """The official client on Knox's /v1 as ``user`` (LDAP, Basic: it replaces the client's
     Bearer header), no retries."""
-    transport = httpx2.Client(auth=(user, PASSWORDS[user]), verify=str(CERT), timeout=60)
+    transport = httpx2.Client(
+        auth=(user, PASSWORDS[user]), verify=ssl.create_default_context(cafile=str(CERT)), timeout=60
+    )
     return openai.OpenAI(
         base_url=f"https://{KNOX}/v1", api_key="unused", max_retries=0, http_client=transport,
         default_headers=headers or None,

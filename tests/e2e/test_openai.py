@@ -7,22 +7,26 @@ streams at zero, held by HAProxy's activator, all answered whole; chat and compl
 and not, the same text both ways, and the controller's token counters equal to the client's usage;
 a client that goes away stops its generation within 1 s (tiny_lm's own metrics); and, on two
 instances, a 120 s stream that arrives whole while the other instance's Triton is killed under a
-stream and a load of new requests: that stream ends with an error event, new requests fail none.
+stream and a load of new requests (that stream ends with an error event, new requests fail none), and
+then a 120 s stream through Knox (the lab's tarn-demo topology, as alice).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
-import secrets
+import ssl
 import statistics
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import httpx2
 import openai
 import pytest
 import requests
@@ -35,11 +39,15 @@ from tarn.service.wait import ready
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
 from tests.support.lab import LAB_USER, podman_exec, wait_for, znodes
-from tests.support.lab_edge import FRONTEND, ZK_PATH, backend_ready
+from tests.support.lab_edge import CERT, FRONTEND, PASSWORDS, ZK_PATH, backend_ready
 from tests.support.lab_service import CLUSTER, Service, tarn
 
 SERVICE = "tarn-e2e-llm"
-BASE_PORT, STRIDE, AM_PORT = 8600, 10, 8894
+# The lab's Knox topology tarn-demo reads /services/triton as HAProxy does and asks /authorize on
+# port 8888 with the lab's token: this service answers there (tarn-demo itself is gone in CI).
+BASE_PORT, STRIDE, AM_PORT = 8600, 10, 8888
+LAB_TOKEN = Path(os.environ.get("TARN_BUILD", ROOT / "build")) / "lab-secrets" / "tarn-api-token"
+KNOX = "127.0.0.1:18443/gateway/tarn-demo/triton"
 OPENAI_PORT = BASE_PORT + 3
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-llm-models"
 MODEL = "tiny_lm"
@@ -53,6 +61,15 @@ def api(timeout: float = 60) -> openai.OpenAI:
     """The official client on HAProxy's /v1; no retries: a failure counts as one."""
     return openai.OpenAI(
         base_url=f"http://{FRONTEND}/v1", api_key="not-checked-by-haproxy", max_retries=0, timeout=timeout
+    )
+
+
+def knox_api(timeout: float = 60) -> openai.OpenAI:
+    """The official client on Knox's /v1 as alice (LDAP, Basic), no retries."""
+    trusted = ssl.create_default_context(cafile=str(CERT))
+    transport = httpx2.Client(auth=("alice", PASSWORDS["alice"]), verify=trusted, timeout=timeout)
+    return openai.OpenAI(
+        base_url=f"https://{KNOX}/v1", api_key="unused", max_retries=0, http_client=transport
     )
 
 
@@ -107,7 +124,7 @@ def controller_total(service: Service, name: str) -> float:
 
 @pytest.fixture(scope="module")
 def llm(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Llm]:
-    token = secrets.token_urlsafe(16)
+    token = LAB_TOKEN.read_text().strip()
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
     hdfs.upload_tree(ROOT / "examples" / "llm_repository", MODELS_ON_HDFS)
     submitted = tarn(
@@ -270,6 +287,7 @@ class Stream:
 
     delay_s: float
     max_tokens: int
+    through_knox: bool = False  # else HAProxy
     text: str = ""
     times: list[float] = field(default_factory=list)
     error: BaseException | None = None
@@ -282,7 +300,8 @@ class Stream:
 
     def _read(self) -> None:
         try:
-            for chunk in api(timeout=600).chat.completions.create(
+            client = knox_api(timeout=600) if self.through_knox else api(timeout=600)
+            for chunk in client.chat.completions.create(
                 model=MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=self.max_tokens,
                 temperature=0, stream=True, extra_body=parameters(self.delay_s),
             ):  # fmt: skip
@@ -325,7 +344,7 @@ def carrying(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in records if model_metric(r, "tiny_lm_streams_active") > 0]
 
 
-def test_a_120_s_stream_arrives_whole_while_the_other_instance_is_killed_under_a_stream(llm: Llm) -> None:
+def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_stream(llm: Llm) -> None:
     scaled = tarn(
         "scale", "2", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER,
         token=llm.service.token, timeout=600,
@@ -345,7 +364,7 @@ def test_a_120_s_stream_arrives_whole_while_the_other_instance_is_killed_under_a
         lambda: [r for r in carrying(records) if r is not survivor] or None, 10, "a stream on the other"
     )
     load = ShortLoad()
-    workers = [threading.Thread(target=load.run, daemon=True) for _ in range(2)]
+    workers = [threading.Thread(target=load.run, daemon=True) for _worker in range(2)]
     for worker in workers:
         worker.start()
     time.sleep(5)
@@ -357,21 +376,28 @@ def test_a_120_s_stream_arrives_whole_while_the_other_instance_is_killed_under_a
     doomed.join(60)
     # The short requests go on until YARN's replacement serves beside the survivor.
     converged(llm, 2, 300)
+    knox_long = Stream(LONG_DELAY_S, LONG_TOKENS, through_knox=True).start()  # Knox's 120 s, meanwhile
     time.sleep(5)
     load.stop.set()
     for worker in workers:
         worker.join(60)
     long.join(LONG_TOKENS * LONG_DELAY_S + 120)
+    knox_long.join(LONG_TOKENS * LONG_DELAY_S + 120)
 
     span = long.times[-1] - long.times[0] if long.times else 0.0
+    knox_span = knox_long.times[-1] - knox_long.times[0] if knox_long.times else 0.0
     print(
         f"\nopenai: the long stream {len(long.times)} events over {span:.1f} s, ended by {long.error!r};"
+        f"\nthrough Knox {len(knox_long.times)} events over {knox_span:.1f} s, ended by {knox_long.error!r};"
         f"\nthe stream on the killed instance: {len(doomed.times)} events, then {doomed.error!r};"
         f"\nnew requests meanwhile: {load.ok} ok, {len(load.failed)} failed {load.failed[:3]}"
     )
     assert long.error is None
     assert long.text == expected, "the long stream is not the same text as the same request unstreamed"
     assert span >= (LONG_TOKENS - 1) * LONG_DELAY_S * 0.95
+    assert knox_long.error is None
+    assert knox_long.text == expected, "the stream through Knox is not the text unstreamed"
+    assert knox_span >= (LONG_TOKENS - 1) * LONG_DELAY_S * 0.95
     assert isinstance(doomed.error, openai.APIError), "the cut stream must end with an error event"
     assert doomed.times, "the doomed stream had started"
     assert (load.ok > 0, load.failed) == (True, [])

@@ -192,7 +192,7 @@ def test_without_openai_the_topology_serves_v2_alone() -> None:
     t = templar(knox_openai=False)
     [topology] = topologies(t)
     assert [s.findtext("role") for s in topology.findall("service")] == ["TRITON"]
-    assert [name for name, _ in providers(topology)["ha"]["params"]] == ["TRITON"]
+    assert [name for name, _value in providers(topology)["ha"]["params"]] == ["TRITON"]
     assert properties(render("gateway-site.xml.j2", t))["gateway.idle.timeout"] == "300000"
 
 
