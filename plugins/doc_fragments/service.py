@@ -160,6 +160,26 @@ options:
     description:
       - "Load below which the controller removes one. CLI default C(0.2)."
     type: float
+  scale_on:
+    description:
+      - "What the autoscaler compares with its thresholds."
+      - "C(load) (the default): the load (0..1) against O(scale_up) and O(scale_down)."
+      - "C(queue): Triton's pending requests, C(streams): the OpenAI fronts' streams in flight"
+      - "(needs O(openai_port)), each a mean per ready instance, against O(scale_up_at) and"
+      - "O(scale_down_at), which they require."
+    type: str
+    choices: [load, queue, streams]
+  scale_up_at:
+    description:
+      - "With O(scale_on=queue) or O(scale_on=streams): the mean pending requests or streams per"
+      - "ready instance above which the controller adds instances. Required with them."
+    type: float
+  scale_down_at:
+    description:
+      - "With O(scale_on=queue) or O(scale_on=streams): the mean pending requests or streams per"
+      - "ready instance below which the controller removes one. Required with them;"
+      - "C(0): the signal never removes an instance (idleness still may)."
+    type: float
   min_instances:
     description:
       - "Fewest Triton instances (also the count a new service starts with). CLI default C(1)."

@@ -336,6 +336,7 @@ def _dashboard_data(api: Api) -> tuple[int, str, bytes]:
         {
             "points": api.controller.timeline.points(),
             "events": [asdict(event) for event in snap.history],
+            "scale_on": config.scale_on,  # the signal the autoscaler watches; the thresholds are the load's
             "scale_up": config.scale_up,
             "scale_down": config.scale_down,
             "max_instances": config.max_instances,

@@ -55,6 +55,7 @@ from tarn.controller.signals import (
 from tarn.controller.snapshot import InstanceView, Snapshot, TickEvents
 from tarn.spec import yarn_checks_triton
 from tarn.stdlib.config import TarnConfig, cli_flag
+from tarn.stdlib.config.declaration import ScaleSignal
 
 MODELS_REFRESH_S = 30.0  # a serving instance's model list is read again this often
 HISTORY_SIZE = 50  # scaling events kept (the dashboard's and ZooKeeper's memory)
@@ -347,12 +348,17 @@ def _scale(plan: TickPlan, now: float, seen: Observed, policy: TickPolicy) -> Ti
             plan, decision=Decision(target, "hold", reason, None), problems=(*plan.problems, reason)
         )
 
-    ready = [v for v in views if v.state == "READY"]
+    figures = {
+        v.container_id: scaling_figure(
+            policy.scaling.signal, seen.scrapes.get(v.container_id, NO_SCRAPE), v.load
+        )
+        for v in views
+    }
     served = (t.last_activity for t in state.tracked.values())
     observation = Observation(
         target=target,
         ready=sum(1 for v in views if v.state in ("READY", "DRAINING")),
-        loads=tuple(v.load.value if v.load else None for v in ready),
+        loads=tuple(figures[v.container_id] for v in views if v.state == "READY"),
         held=plan.held,
         idle_s=now - max(seen.demand_received, state.scaler.last_change_at, *served),
     )
@@ -368,15 +374,24 @@ def _scale(plan: TickPlan, now: float, seen: Observed, policy: TickPolicy) -> Ti
     if decision.target > target:
         flex = decision.target
     else:
-        candidates = [
-            Candidate(v.instance, v.state == "READY", v.load.value if v.load else None) for v in views
-        ]
+        candidates = [Candidate(v.instance, v.state == "READY", figures[v.container_id]) for v in views]
         victims = pick_victims(candidates, target - decision.target)
         state = replace(state, drains=begin_removal(state.drains, victims, now))
         events = replace(events, drains_started=events.drains_started + len(victims))
         notes.append(f"draining {', '.join(victims)} before scaling down: {decision.reason}")
     notes.append(f"scaling {decision.direction}: {decision.reason}")
     return replace(plan, state=state, decision=decision, flex=flex, events=events, notes=tuple(notes))
+
+
+def scaling_figure(signal: ScaleSignal, scrape: Scrape, load: Load | None) -> float | None:
+    """One instance's figure for the autoscaler (--scale-on): its load; or, from this tick's scrape,
+    Triton's pending requests or its front's streams in flight. None: not read this tick (a front
+    that did not answer counts as unknown, never as 0 streams)."""
+    if signal == "queue":
+        return scrape.sample.pending if scrape.sample is not None else None
+    if signal == "streams":
+        return sum(scrape.front.streams.values()) if scrape.front is not None else None
+    return load.value if load is not None else None
 
 
 def settle(plan: TickPlan, refused: bool) -> TickPlan:

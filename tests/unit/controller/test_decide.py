@@ -14,6 +14,7 @@ from tarn.controller.decide import (
     pick_victims,
 )
 from tarn.spec import instance_number
+from tests.support.config import parse
 
 POLICY = Policy(
     scale_up=0.8, scale_down=0.2, min_instances=1, max_instances=6, cooldown_s=60, up_ticks=2, down_ticks=3
@@ -112,6 +113,68 @@ def test_after_a_restart_the_target_is_kept_for_a_cooldown() -> None:
     assert decision.target == 3
 
 
+# --scale-on streams --scale-up-at 8 --scale-down-at 2 (queue is the same rule in its own unit)
+STREAMS = Policy(
+    scale_up=8, scale_down=2, min_instances=1, max_instances=6, cooldown_s=60, up_ticks=2, down_ticks=3,
+    signal="streams",
+)  # fmt: skip
+
+STREAM_CASES = [
+    # id, state, observation (streams in flight per ready instance), expected target, direction, reason
+    ("streams above the target add", ScalerState(LONG_AGO, above=1), seen(2, 10, 10), 4, "up",
+     "streams 10.00 > 8: 2 -> 4"),
+    ("the step lands mid-band", ScalerState(LONG_AGO, above=1), seen(2, 9, 8), 4, "up",
+     "streams 8.50 > 8: 2 -> 4"),
+    ("first tick above waits", ScalerState(LONG_AGO), seen(2, 12, 12), 2, "hold",
+     "streams 12.00 above 8 for 1"),
+    ("within the band holds", ScalerState(LONG_AGO, above=3), seen(2, 5, 6), 2, "hold",
+     "streams within the band"),
+    ("below removes after down_ticks", ScalerState(LONG_AGO, below=2), seen(3, 1, 0, 1), 1, "down",
+     "streams 0.67 < 2: 3 -> 1"),
+    ("below waits for down_ticks", ScalerState(LONG_AGO, below=1), seen(3, 1, 0, 1), 3, "hold",
+     "streams 0.67 below 2 for 2"),
+    ("below within the cooldown holds", ScalerState(-30.0, below=9), seen(3, 0, 0, 0), 3, "hold", "cooldown"),
+    ("below after the cooldown removes", ScalerState(-61.0, below=9), seen(3, 0, 0, 0), 1, "down",
+     "streams 0.00 < 2"),
+    ("no instance ready holds", ScalerState(LONG_AGO, above=5), seen(2, ready=0), 2, "hold",
+     "no streams figure from any instance"),
+    ("no front read this tick holds", ScalerState(LONG_AGO, above=5), seen(2, None, None), 2, "hold",
+     "no streams figure from any instance"),
+    ("a front not read is left out", ScalerState(LONG_AGO, above=1), seen(2, 12, None), 5, "up",
+     "streams 12.00 > 8: 2 -> 5"),
+    ("exactly at the threshold is not above", ScalerState(LONG_AGO, above=3), seen(2, 8, 8), 2, "hold",
+     "within"),
+    ("up waits for starting instances", ScalerState(LONG_AGO, above=3), seen(3, 20, 20, ready=2), 3, "hold",
+     "waiting for 1 instance(s)"),
+    ("up capped at max", ScalerState(LONG_AGO, above=3), seen(3, 40, 40, 40), 6, "up",
+     "streams 40.00 > 8: 3 -> 6"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("state", "observation", "target", "direction", "reason"),
+    [c[1:] for c in STREAM_CASES],
+    ids=[c[0] for c in STREAM_CASES],
+)
+def test_streams_table(
+    state: ScalerState, observation: Observation, target: int, direction: str, reason: str
+) -> None:
+    decision, after = decide(state, observation, NOW, STREAMS)
+    assert (decision.target, decision.direction) == (target, direction), decision.reason
+    assert reason in decision.reason
+    if direction != "hold":
+        assert after == ScalerState(last_change_at=NOW)
+
+
+def test_queue_scales_in_its_own_unit() -> None:
+    queue = Policy(scale_up=4, scale_down=0, max_instances=6, cooldown_s=0, up_ticks=1, signal="queue")
+    up = decide(ScalerState(LONG_AGO), seen(2, 6, 4), NOW, queue)[0]
+    assert (up.target, up.reason) == (5, "queue 5.00 > 4: 2 -> 5")  # 10 pending over the midpoint, 2
+    # --scale-down-at 0: an empty queue is within the band, never below it
+    idle_queue = decide(ScalerState(LONG_AGO, below=9), seen(3, 0, 0, 0), NOW, queue)[0]
+    assert (idle_queue.target, idle_queue.reason) == (3, "queue within the band")
+
+
 ZERO = Policy(
     scale_up=0.8, scale_down=0.2, min_instances=0, max_instances=6, cooldown_s=60, up_ticks=2, down_ticks=3,
     scale_to_zero_after_s=300,
@@ -182,3 +245,12 @@ def test_pick_victims(candidates: list[Candidate], count: int, victims: list[str
 @pytest.mark.parametrize(("name", "number"), [("triton-0", 0), ("triton-12", 12), ("odd", 0), ("a-b-3", 3)])
 def test_instance_number(name: str, number: int) -> None:
     assert instance_number(name) == number
+
+
+def test_the_policy_takes_the_thresholds_of_its_signal() -> None:
+    load = Policy.from_config(parse())
+    assert (load.signal, load.scale_up, load.scale_down) == ("load", 0.8, 0.2)
+    streams = Policy.from_config(
+        parse("--scale-on", "streams", "--openai-port", "9100", "--scale-up-at", "8", "--scale-down-at", "2")
+    )
+    assert (streams.signal, streams.scale_up, streams.scale_down, streams.midpoint) == ("streams", 8, 2, 5)

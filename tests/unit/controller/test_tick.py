@@ -16,9 +16,10 @@ import pytest
 from tarn.activator.demand import Report
 from tarn.controller.decide import Decision, Direction, Policy, ScalerState
 from tarn.controller.drain import Drain, DrainPolicy, Request
+from tarn.controller.fronts import FrontSample
 from tarn.controller.memory import Memory, ScalingEvent, encode
 from tarn.controller.observe import UNREPORTED, UNREPORTED_GRACE_S, Container, Scrape
-from tarn.controller.signals import TritonSample
+from tarn.controller.signals import Load, TritonSample
 from tarn.controller.snapshot import Snapshot
 from tarn.controller.tick import (
     MODELS_REFRESH_S,
@@ -31,6 +32,7 @@ from tarn.controller.tick import (
     plan_watch,
     published,
     recall,
+    scaling_figure,
     settle,
     to_remember,
     untrusted,
@@ -416,6 +418,61 @@ def test_the_znode_carries_the_openai_port_where_a_front_runs(
     assert {key: data[key] for key in data if key.startswith("openai")} == record
     assert (data["ip"], data["http_port"]) == ("127.0.0.1", 8000)  # /v2's entry as before
     assert plan.views[0].openai_port == openai_port
+
+
+QUEUED = TritonSample(NOW, 0.0, 0.0, 0.0, pending=5.0)
+STREAMING = FrontSample(counters={}, streams={"a": 3.0, "b": 2.0})
+LOADED = Load(0.5, 1.0, 2.0, 0.0, None)
+
+
+@pytest.mark.parametrize(
+    ("signal", "scrape", "load", "figure"),
+    [
+        ("load", Scrape(True, QUEUED, None, front=STREAMING), LOADED, 0.5),
+        ("load", Scrape(True, QUEUED, None), None, None),
+        ("queue", Scrape(True, QUEUED, None, front=STREAMING), LOADED, 5.0),
+        ("queue", Scrape(True, None, None), LOADED, None),  # metrics not read this tick
+        ("streams", Scrape(True, QUEUED, None, front=STREAMING), LOADED, 5.0),  # every model together
+        ("streams", Scrape(True, QUEUED, None, front=FrontSample({}, {})), LOADED, 0.0),  # read: none
+        ("streams", Scrape(True, QUEUED, None), LOADED, None),  # front not read: unknown, not 0
+    ],
+)
+def test_the_scaling_figure_of_each_signal(
+    signal: Any, scrape: Scrape, load: Load | None, figure: float | None
+) -> None:
+    assert scaling_figure(signal, scrape, load) == figure
+
+
+def streaming(n: int, streams: float | None) -> tuple[Container, Tracked, Scrape]:
+    """A READY instance with a front; ``streams`` in flight (None: the front not read this tick)."""
+    c, tracked, scrape = settled(n, 0.0)
+    front = None if streams is None else FrontSample({}, {"m": streams})
+    return replace(c, openai_port=9010), tracked, replace(scrape, front=front)
+
+
+STREAMS_POLICY = replace(POLICY, scaling=replace(POLICY.scaling, scale_up=8, scale_down=2, signal="streams"))
+
+
+@pytest.mark.parametrize(
+    ("streams", "direction", "reason", "flex", "victims"),
+    [
+        ([12, 10], "up", "streams 11.00 > 8: 2 -> 4", 4, ()),
+        ([5, 4], "hold", "streams within the band", None, ()),
+        ([0, 1], "down", "streams 0.50 < 2: 2 -> 1", None, ("triton-0",)),  # the fewest streams drain first
+        ([None, None], "hold", "no streams figure from any instance", None, ()),
+        ([None, 12], "up", "streams 12.00 > 8: 2 -> 4", 4, ()),
+    ],
+)
+def test_scaling_on_streams(
+    streams: list[float | None], direction: str, reason: str, flex: int | None, victims: tuple[str, ...]
+) -> None:
+    """Triton's load is 0 throughout: only the fronts' streams move the target."""
+    start, seen = world(*(streaming(n, s) for n, s in enumerate(streams)))
+    plan = plan_tick(start, seen, (), NOW, STREAMS_POLICY)
+    assert plan.decision is not None
+    assert (plan.decision.direction, plan.flex) == (direction, flex), plan.decision.reason
+    assert plan.decision.reason == reason
+    assert tuple(name for name, d in plan.state.drains.items() if d.remove) == victims
 
 
 def test_a_container_that_is_gone_is_forgotten() -> None:

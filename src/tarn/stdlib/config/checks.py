@@ -12,12 +12,13 @@ metacharacters or whitespace.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from collections.abc import Callable
 from typing import NoReturn
 
 from tarn.errors import ConfigError
-from tarn.stdlib.config.declaration import MODEL_VERIFY_MODES, RUNTIMES, TarnConfig, cli_flag
+from tarn.stdlib.config.declaration import MODEL_VERIFY_MODES, RUNTIMES, SCALE_SIGNALS, TarnConfig, cli_flag
 
 SHELL_METACHARACTERS = frozenset(";|&$`<>\\'\"\n\r")
 _WHITESPACE = frozenset(" \t\v\f")
@@ -276,6 +277,51 @@ def _check_scaling(c: TarnConfig) -> None:
         )
 
 
+def _check_scale_signal(c: TarnConfig) -> None:
+    """--scale-on load uses --scale-up/--scale-down; queue and streams, --scale-up-at/--scale-down-at
+    in their own unit (a mean per ready instance), which they need and load refuses."""
+    on, up_at, down_at = cli_flag("scale_on"), cli_flag("scale_up_at"), cli_flag("scale_down_at")
+    if c.scale_on not in SCALE_SIGNALS:
+        fail("scale_on", f"{show(c.scale_on)} is unknown", "use load, queue or streams")
+    if c.scale_on == "load":
+        for name in ("scale_up_at", "scale_down_at"):
+            if getattr(c, name) is not None:
+                fail(
+                    name,
+                    f"is for {on} queue or streams; {on} load uses {cli_flag('scale_up')} and "
+                    f"{cli_flag('scale_down')}",
+                    f"give {on} queue or {on} streams with it, or leave it out",
+                )
+        return
+    unit = "pending requests" if c.scale_on == "queue" else "streams in flight"
+    if c.scale_on == "streams" and c.openai_port is None:
+        fail(
+            "scale_on",
+            f"streams without {cli_flag('openai_port')}: no OpenAI front counts streams",
+            f"give {cli_flag('openai_port')} PORT (the front beside each instance), or {on} load or queue",
+        )
+    if c.scale_up_at is None or c.scale_down_at is None:
+        fail(
+            "scale_on",
+            f"{c.scale_on} needs {up_at if c.scale_up_at is None else down_at}",
+            f"give {up_at} and {down_at}: the mean {unit} per ready instance above which an instance is "
+            f"added and below which one is removed, e.g. {up_at} 8 {down_at} 2",
+        )
+    for name, value in (("scale_up_at", c.scale_up_at), ("scale_down_at", c.scale_down_at)):
+        if not (math.isfinite(value) and value >= 0):
+            fail(
+                name,
+                f"{value} is not a number of 0 or more",
+                f"give the mean {unit} per ready instance, e.g. 8",
+            )
+    if c.scale_up_at <= c.scale_down_at:
+        fail(
+            "scale_up_at",
+            f"{c.scale_up_at:g} is not above {down_at} ({c.scale_down_at:g})",
+            f"make {up_at} the larger threshold",
+        )
+
+
 def _check_secrets(c: TarnConfig) -> None:
     if c.secrets is not None:
         _require_storage_path("secrets", c.secrets)
@@ -417,6 +463,7 @@ _CHECKS: tuple[Callable[[TarnConfig], None], ...] = (
     _check_parallelism,
     _check_resources,
     _check_scaling,
+    _check_scale_signal,
     _check_port_stride,
     _check_secrets,
     _check_token,

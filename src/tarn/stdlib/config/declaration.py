@@ -19,6 +19,11 @@ from tarn.stdlib.api_token import Secret
 Runtime = Literal["docker", "process"]
 RUNTIMES: tuple[Runtime, ...] = ("docker", "process")
 MODEL_VERIFY_MODES = ("hdfs", "recompute")  # how staged bytes are checked (launcher/staging.py)
+# What the autoscaler compares with its thresholds (tarn.controller.decide): the load (0..1, against
+# --scale-up/--scale-down), or Triton's pending requests or the OpenAI fronts' streams in flight,
+# each a mean per ready instance (against --scale-up-at/--scale-down-at).
+ScaleSignal = Literal["load", "queue", "streams"]
+SCALE_SIGNALS: tuple[ScaleSignal, ...] = ("load", "queue", "streams")
 # How long an instance may take to become READY: a deploy's wait (tarn.service.options) and the
 # controller's bound before it replaces an instance that stays unready (--replace-unready-after).
 READY_BUDGET_S = 600
@@ -262,6 +267,32 @@ class TarnConfig:
     scale_down: float = option(
         0.2, "--scale-down", group="scaling", type=float, help="load below which the controller removes one"
     )
+    scale_on: ScaleSignal = option(
+        "load", "--scale-on", group="scaling", choices=SCALE_SIGNALS,
+        help="what the autoscaler watches: load (0..1, against --scale-up/--scale-down); queue (Triton's "
+        "pending requests) or streams (the OpenAI fronts' streams in flight; needs --openai-port), a mean "
+        "per ready instance against --scale-up-at/--scale-down-at",
+        doc=("What the autoscaler compares with its thresholds.",
+             "C(load) (the default): the load (0..1) against O(scale_up) and O(scale_down).",
+             "C(queue): Triton's pending requests, C(streams): the OpenAI fronts' streams in flight",
+             "(needs O(openai_port)), each a mean per ready instance, against O(scale_up_at) and",
+             "O(scale_down_at), which they require."),
+    )  # fmt: skip
+    scale_up_at: float | None = option(
+        None, "--scale-up-at", group="scaling", type=float, metavar="N",
+        help="with --scale-on queue or streams: the mean per ready instance above which the controller "
+        "adds instances (required with them)",
+        doc=("With O(scale_on=queue) or O(scale_on=streams): the mean pending requests or streams per",
+             "ready instance above which the controller adds instances. Required with them."),
+    )  # fmt: skip
+    scale_down_at: float | None = option(
+        None, "--scale-down-at", group="scaling", type=float, metavar="N",
+        help="with --scale-on queue or streams: the mean per ready instance below which the controller "
+        "removes one (required with them; 0: the signal never removes one)",
+        doc=("With O(scale_on=queue) or O(scale_on=streams): the mean pending requests or streams per",
+             "ready instance below which the controller removes one. Required with them;",
+             "C(0): the signal never removes an instance (idleness still may)."),
+    )  # fmt: skip
     min_instances: int = option(
         1, "--min-instances", group="scaling", type=int,
         help="fewest Triton instances (also the count a new service starts with)",
@@ -374,6 +405,17 @@ class TarnConfig:
     def gpus(self) -> int:
         """yarn.io/gpu per Triton instance: tp x pp unless overridden."""
         return self.world_size if self.gpus_per_instance is None else self.gpus_per_instance
+
+    @property
+    def scale_thresholds(self) -> tuple[float, float]:
+        """(up, down) in the unit of --scale-on: a load fraction, or pending requests or streams in
+        flight per ready instance."""
+        if self.scale_on == "load":
+            return self.scale_up, self.scale_down
+        if self.scale_up_at is None or self.scale_down_at is None:  # validate() refuses this
+            raise ValueError(f"{cli_flag('scale_on')} {self.scale_on} needs {cli_flag('scale_up_at')} and "
+                             f"{cli_flag('scale_down_at')}")  # fmt: skip
+        return self.scale_up_at, self.scale_down_at
 
     @property
     def env_vars(self) -> dict[str, str]:

@@ -119,6 +119,41 @@ BAD: list[tuple[str, list[str], dict[str, str], str]] = [
     ("scale-down-negative", ["--scale-down", "-0.1"], {}, "--scale-down"),
     ("scale-up-nan", ["--scale-up", "nan"], {}, "--scale-up"),
     ("scale-up-not-above-down", ["--scale-up", "0.3", "--scale-down", "0.3"], {}, "--scale-up"),
+    ("scale-on-unknown", ["--scale-on", "gpu"], {}, "--scale-on"),
+    (
+        "scale-on-streams-without-front",
+        ["--scale-on", "streams", "--scale-up-at", "8", "--scale-down-at", "2"],
+        {},
+        "--openai-port",
+    ),
+    ("scale-on-queue-without-up-at", ["--scale-on", "queue", "--scale-down-at", "1"], {}, "--scale-up-at"),
+    ("scale-on-queue-without-down-at", ["--scale-on", "queue", "--scale-up-at", "4"], {}, "--scale-down-at"),
+    ("scale-up-at-with-load", ["--scale-up-at", "8"], {}, "--scale-up-at"),
+    ("scale-down-at-with-load", ["--scale-down-at", "2"], {}, "--scale-down-at"),
+    (
+        "scale-up-at-not-above-down-at",
+        ["--scale-on", "queue", "--scale-up-at", "2", "--scale-down-at", "2"],
+        {},
+        "--scale-up-at",
+    ),
+    (
+        "scale-down-at-negative",
+        ["--scale-on", "queue", "--scale-up-at", "2", "--scale-down-at", "-1"],
+        {},
+        "--scale-down-at",
+    ),
+    (
+        "scale-up-at-nan",
+        ["--scale-on", "queue", "--scale-up-at", "nan", "--scale-down-at", "1"],
+        {},
+        "--scale-up-at",
+    ),
+    (
+        "scale-up-at-inf",
+        ["--scale-on", "queue", "--scale-up-at", "inf", "--scale-down-at", "1"],
+        {},
+        "--scale-up-at",
+    ),
     ("grpc-equals-http", ["--grpc-port", "8000"], {}, "--grpc-port"),
     ("metrics-equals-grpc", ["--metrics-port", "8001"], {}, "--metrics-port"),
     ("am-equals-http", ["--am-port", "8000"], {}, "--am-port"),
@@ -276,6 +311,33 @@ def test_bad_input_names_the_flag_in_one_line(argv: list[str], environ: dict[str
 def test_missing_model_repository() -> None:
     with pytest.raises(ConfigError, match=r"^--model-repository: is required"):
         parse_config(["--image", IMAGE], {})
+
+
+def test_scale_on_needs_its_thresholds_and_names_the_fix() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse("--scale-on", "streams", "--openai-port", "9100")
+    assert str(caught.value).startswith(
+        "--scale-on: streams needs --scale-up-at; give --scale-up-at and --scale-down-at"
+    )
+    with pytest.raises(
+        ConfigError, match=r"^--scale-on: streams without --openai-port: .*give --openai-port PORT"
+    ):
+        parse("--scale-on", "streams", "--scale-up-at", "8", "--scale-down-at", "2")
+
+
+@pytest.mark.parametrize(
+    ("argv", "thresholds"),
+    [
+        ([], (0.8, 0.2)),
+        (["--scale-on", "queue", "--scale-up-at", "4", "--scale-down-at", "0"], (4.0, 0.0)),
+        (
+            ["--scale-on", "streams", "--openai-port", "9100", "--scale-up-at", "8", "--scale-down-at", "2"],
+            (8.0, 2.0),
+        ),
+    ],
+)
+def test_scale_thresholds_are_in_the_signal_unit(argv: list[str], thresholds: tuple[float, float]) -> None:
+    assert parse(*argv).scale_thresholds == thresholds
 
 
 def test_validate_checks_hand_built_configs() -> None:
