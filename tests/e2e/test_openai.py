@@ -374,7 +374,12 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
     )
     assert killed.returncode == 0, killed.stderr
     doomed.join(60)
-    # The short requests go on until YARN's replacement serves beside the survivor.
+    # The short requests go on until YARN's replacement serves beside the survivor (the killed
+    # instance deregistered first: a replacement may come back on its host and port).
+    wait_for(
+        lambda: victim["container_id"] not in {r["container_id"] for r in llm.records()},
+        60, "the killed instance's znode to go",
+    )  # fmt: skip
     converged(llm, 2, 300)
     knox_long = Stream(LONG_DELAY_S, LONG_TOKENS, through_knox=True).start()  # Knox's 120 s, meanwhile
     time.sleep(5)
