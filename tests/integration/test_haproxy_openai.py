@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from collections import Counter
 from concurrent.futures import Future
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -44,9 +46,12 @@ IPS = [address.split(":")[0] for address in INSTANCES]
 
 class FrontStandIn(BaseHTTPRequestHandler):
     """The OpenAI front's shape as an entry sees it: /health, and streams sent event by event with
-    TCP_NODELAY, as the real front's asyncio streams are."""
+    TCP_NODELAY, as the real front's asyncio streams are. ``streaming``: the fronts with a stream
+    under way now (a test waits for its streams to have begun, not for a guessed time)."""
 
     protocol_version = "HTTP/1.1"
+    streaming: ClassVar[Counter[str]] = Counter()
+    lock: ClassVar[threading.Lock] = threading.Lock()
 
     def setup(self) -> None:
         super().setup()
@@ -75,11 +80,17 @@ class FrontStandIn(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for index in range(count):
-            time.sleep(gap)
-            self._chunk(f"data: {json.dumps({'i': index, 'sent': time.time(), 'front': self._me()})}\n\n")
-        self._chunk("data: [DONE]\n\n")
-        self.wfile.write(b"0\r\n\r\n")
+        with self.lock:
+            self.streaming[self._me()] += 1
+        try:
+            for index in range(count):
+                time.sleep(gap)
+                self._chunk(f"data: {json.dumps({'i': index, 'sent': time.time(), 'front': self._me()})}\n\n")
+            self._chunk("data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+        finally:
+            with self.lock:
+                self.streaming[self._me()] -= 1
 
     def _chunk(self, text: str) -> None:
         data = text.encode()
@@ -187,7 +198,8 @@ def test_v1_reaches_the_fronts_and_v2_every_triton(bench: Bench, role_cfg: Path)
 def test_short_requests_avoid_the_fronts_that_stream(bench: Bench, role_cfg: Path) -> None:
     start(bench, role_cfg, [True, True, True])
     long = [stream(bench, "/v1/stream?gap=0.5&n=8") for _stream in range(2)]
-    time.sleep(1.2)  # both streams under way (2 events each), 3 s left
+    # both streams under way on their fronts (HAProxy counted each connection before), 4 s long
+    wait_until(lambda: sum(FrontStandIn.streaming.values()) == 2, "both streams begun", 10)
     answered = Counter(get(bench, "/v1/me")[1].split()[0] for _round in range(6))
     results = [future.result(timeout=30) for future in long]
     streaming = {str(events[0][0]["front"]) for events in results}
