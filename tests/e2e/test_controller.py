@@ -10,7 +10,6 @@ Numbers are printed (pytest -s shows them; the Molecule verify log keeps them).
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
 import subprocess
@@ -31,12 +30,12 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
 from tarn.service import controller_url
 from tarn.stdlib.webhdfs import WebHdfsClient
+from tests.support.chromium import ARTIFACTS, browse
 from tests.support.lab import LAB_USER, podman_exec, wait_for, znodes
 from tests.support.lab_service import CLUSTER
 from tests.support.load import Discovery, Load, Tally
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "build" / "test-artifacts"
 SERVICE = "tarn-e2e-ctl"
 ZK_PATH = f"/services/{SERVICE}/instances"
 BASE_PORT, STRIDE, AM_PORT = 8200, 10, 8890
@@ -179,18 +178,6 @@ def test_registration_follows_readiness_within_2_s(service: Service) -> None:
     assert first_delay <= 2.0
     assert second_delay <= 2.0
     assert gone <= 2.0
-
-
-CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update"]  # fmt: skip
-
-
-def browse(*args: str) -> str:
-    """Headless Chromium's stdout. Virtual time lets the page's fetches and drawing finish first."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HOME": str(ARTIFACTS)}
-    command = [*CHROMIUM, "--virtual-time-budget=5000", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True, env=env).stdout
 
 
 def dashboard_url(service: Service) -> str:

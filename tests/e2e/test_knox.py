@@ -19,7 +19,6 @@ import itertools
 import json
 import math
 import os
-import re
 import secrets
 import ssl
 import statistics
@@ -345,11 +344,9 @@ def openai_as(user: str, **headers: str) -> openai.OpenAI:
 def users_counted(service: Service) -> dict[str, float]:
     """The controller's completion tokens of tiny_lm per user, summed over the fronts."""
     found: dict[str, float] = {}
-    for line in service.get("/metrics").text.splitlines():
-        if line.startswith("tarn_openai_completion_tokens_total{"):
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', line[: line.rindex("}")]))
-            if labels.get("model") == LLM:
-                found[labels["user"]] = found.get(labels["user"], 0.0) + float(line.rsplit(" ", 1)[1])
+    for labels, value in service.samples("tarn_openai_completion_tokens_total"):
+        if labels.get("model") == LLM:
+            found[labels["user"]] = found.get(labels["user"], 0.0) + value
     return found
 
 

@@ -1,19 +1,21 @@
 """The OpenAI API through HAProxy on the lab (issue 35), driven by the official ``openai`` client.
 
 A TARN service of examples/llm_repository (tiny_lm generates token by token on the CPU) whose
-instances run the OpenAI front beside Triton (``--openai-port``); HAProxy's /v1/ backend follows
-the fronts' ports in ZooKeeper. The service starts at zero instances. Shown here: 20 concurrent
-streams at zero, held by HAProxy's activator, all answered whole; chat and completions, streamed
-and not, the same text both ways, and the controller's token counters equal to the client's usage;
-a client that goes away stops its generation within 1 s (tiny_lm's own metrics); and, on two
-instances, a 120 s stream that arrives whole while the other instance's Triton is killed under a
-stream and a load of new requests (that stream ends with an error event, new requests fail none), and
-then a 120 s stream through Knox (the lab's tarn-demo topology, as alice).
+instances run the OpenAI front beside Triton (``--openai-port``); HAProxy's /v1/ backend and Knox's
+TRITON-OPENAI follow the fronts' ports in ZooKeeper. The service starts at zero instances. Shown
+here: 20 concurrent streams at zero through HAProxy and 20 through Knox (the lab's tarn-demo
+topology, as alice), held by the activator, all answered whole, and a 120 s stream held there too
+that arrives whole; chat and completions, streamed and not, the same text both ways, the
+controller's token counters equal to the client's usage, and the dashboard showing them (headless
+Chromium); a client that goes away, through either entry, stops its generation within 1 s
+(tiny_lm's own metrics); and, on two instances, a 120 s stream that arrives whole while the other
+instance's Triton is killed under a stream and a load of new requests (that stream ends with an
+error event, new requests fail none), and then a 120 s stream straight through Knox.
 """
 
 from __future__ import annotations
 
-import json
+import html
 import os
 import re
 import ssl
@@ -38,8 +40,9 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.service.wait import ready
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
-from tests.support.lab import LAB_USER, podman_exec, wait_for, znodes
-from tests.support.lab_edge import CERT, FRONTEND, PASSWORDS, ZK_PATH, backend_ready
+from tests.support.chromium import ARTIFACTS, browse
+from tests.support.lab import LAB_USER, podman_exec, wait_for
+from tests.support.lab_edge import CERT, FRONTEND, PASSWORDS, ZK_PATH, Registered, backend_ready
 from tests.support.lab_service import CLUSTER, Service, tarn
 
 SERVICE = "tarn-e2e-llm"
@@ -55,6 +58,7 @@ PROMPT = "Tell me how a cluster serves models"
 LONG_TOKENS, LONG_DELAY_S = 600, 0.2  # a stream of 120 s
 IDLE_S = 600  # the service starts at zero; it never idles this long once woken
 BURST = 20
+HAPROXY_USER = "anonymous"  # the fronts' name for a request without X-TARN-User (HAProxy drops it)
 
 
 def api(timeout: float = 60) -> openai.OpenAI:
@@ -81,15 +85,14 @@ def parameters(delay_s: float) -> dict[str, Any]:
 @dataclass
 class Llm:
     service: Service
-    zk: KazooClient
+    registered: Registered  # the znodes under the path HAProxy's sync and Knox watch
+    held_long: Stream | None = None  # the 120 s stream the activator held at zero (first test)
 
     def records(self) -> list[dict[str, Any]]:
-        """This service's znodes under the path HAProxy's sync watches."""
-        found = [json.loads(data) for data, _stat in znodes(self.zk, ZK_PATH).values()]
-        return [r for r in found if r.get("service") == SERVICE]
+        return self.registered.records()
 
     def fronts(self) -> set[str]:
-        return {f"{r['ip']}:{r['openai_port']}" for r in self.records() if "openai_port" in r}
+        return self.registered.endpoints("openai_port")
 
 
 def converged(llm: Llm, count: int, timeout: float) -> list[dict[str, Any]]:
@@ -114,14 +117,6 @@ def model_metric(record: dict[str, Any], name: str, **labels: str) -> float:
     return total
 
 
-def controller_total(service: Service, name: str) -> float:
-    """A counter of the controller's /metrics summed over its labels, for tiny_lm."""
-    pattern = re.compile(rf'^{name}\{{[^}}]*model="{MODEL}"[^}}]*\}} (\S+)$')
-    return sum(
-        float(m.group(1)) for line in service.get("/metrics").text.splitlines() if (m := pattern.match(line))
-    )
-
-
 @pytest.fixture(scope="module")
 def llm(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Llm]:
     token = LAB_TOKEN.read_text().strip()
@@ -143,7 +138,7 @@ def llm(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Llm
     zk = KazooClient(hosts=zk_hosts)
     zk.start(timeout=15)
     try:
-        found = Llm(Service(rm, token, SERVICE), zk)
+        found = Llm(Service(rm, token, SERVICE), Registered(zk, SERVICE))
         wait_for(lambda: at_zero(rm), 300, "the service READY at zero instances")
         yield found
     finally:
@@ -160,11 +155,13 @@ def at_zero(rm: ResourceManager) -> bool:
     return service is not None and ready(0)(service) and not instances_of(service)
 
 
-def first_token(number: int) -> tuple[float, str, int]:
-    """One streamed chat completion through HAProxy: seconds to its first token, its text, tokens."""
+def first_token(through_knox: bool) -> tuple[float, str, int]:
+    """One streamed chat completion through Knox or HAProxy: seconds to its first token, its text,
+    its tokens."""
     began = time.monotonic()
     first, text, tokens = 0.0, "", 0
-    for chunk in api(timeout=300).chat.completions.create(
+    client = knox_api(timeout=300) if through_knox else api(timeout=300)
+    for chunk in client.chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=30, temperature=0,
         stream=True, extra_body=parameters(0.05),
     ):  # fmt: skip
@@ -175,24 +172,32 @@ def first_token(number: int) -> tuple[float, str, int]:
     return first, text, tokens
 
 
-def test_from_zero_20_concurrent_streams_are_all_answered(llm: Llm) -> None:
-    """At zero, HAProxy's activator holds the streams, its demand wakes the controller, and each
-    stream is relayed from the first instance's front, whole."""
+def test_from_zero_20_concurrent_streams_through_each_entry_are_all_answered(llm: Llm) -> None:
+    """At zero, the activator holds the streams (HAProxy's backup server, the URL of Knox's
+    TRITON-OPENAI while no front is listed), its demand wakes the controller, and each stream is
+    relayed from the first instance's front, whole. A 120 s stream through Knox is held with them;
+    the last test checks it (it still runs meanwhile, under alice's name)."""
     assert not llm.records(), "the service is not at zero"
-    with ThreadPoolExecutor(BURST) as pool:
-        answers = list(pool.map(first_token, range(BURST)))
-    waits = sorted(first for first, _text, _tokens in answers)
+    llm.held_long = Stream(LONG_DELAY_S, LONG_TOKENS, through_knox=True).start()
+    entries = [False] * BURST + [True] * BURST  # HAProxy's, then Knox's
+    with ThreadPoolExecutor(len(entries)) as pool:
+        answers = list(pool.map(first_token, entries))
     assert {(text, tokens) for _first, text, tokens in answers} == {(answers[0][1], 30)}
-    print(
-        f"\nopenai: from zero, {BURST} concurrent streams all whole; first token after "
-        f"{waits[0]:.2f} s (fastest), {statistics.median(waits):.2f} s (median), {waits[-1]:.2f} s (slowest)"
-    )
+    for entry, some in (("HAProxy", answers[:BURST]), ("Knox", answers[BURST:])):
+        waits = sorted(first for first, _text, _tokens in some)
+        print(
+            f"\nopenai: from zero through {entry}, {BURST} concurrent streams all whole; first token"
+            f" after {waits[0]:.2f} s (fastest), {statistics.median(waits):.2f} s (median),"
+            f" {waits[-1]:.2f} s (slowest)"
+        )
 
 
 def token_totals(service: Service) -> tuple[float, float]:
+    """The controller's prompt and completion tokens of tiny_lm through HAProxy (alice's stream,
+    through Knox, may still run)."""
     return (
-        controller_total(service, "tarn_openai_prompt_tokens_total"),
-        controller_total(service, "tarn_openai_completion_tokens_total"),
+        service.metric("tarn_openai_prompt_tokens_total", user=HAPROXY_USER, model=MODEL),
+        service.metric("tarn_openai_completion_tokens_total", user=HAPROXY_USER, model=MODEL),
     )
 
 
@@ -250,13 +255,33 @@ def test_chat_and_completions_streamed_and_not_and_the_counters_match(llm: Llm) 
         return now if now == counted else None
 
     wait_for(totals, 20, f"the controller's token counters at the client's {counted}")
-    print(f"\nopenai: tokens the client counted (prompt, completion) {counted}; the controller the same")
+    shown = dashboard_tokens(llm.service, HAPROXY_USER)
+    print(
+        f"\nopenai: tokens the client counted (prompt, completion) {counted}; the controller the same;"
+        f" the dashboard {shown}"
+    )
+    assert shown == counted
 
 
-def test_a_client_that_goes_away_stops_its_generation_within_1_s(llm: Llm) -> None:
+def dashboard_tokens(service: Service, user: str) -> tuple[float, float]:
+    """The prompt and completion tokens of ``user`` and tiny_lm in the dashboard's LLM table, as
+    headless Chromium renders the page."""
+    url = f"{service.url}/dashboard?token={service.token}"
+    dom = browse("--dump-dom", url)
+    browse(f"--screenshot={ARTIFACTS / 'dashboard-llm-lab.png'}", "--window-size=1400,1400", url)
+    assert service.token not in dom.replace(html.escape(url), "").replace(url, "")
+    row = re.findall(rf"<tr><td>{user}</td><td>{MODEL}</td><td>(\d+)</td><td>(\d+)</td>", dom)
+    assert len(row) == 1, f"no single row for {user} and {MODEL} in the dashboard's LLM table"
+    return float(row[0][0]), float(row[0][1])
+
+
+@pytest.mark.parametrize("through_knox", [False, True], ids=["haproxy", "knox"])
+def test_a_client_that_goes_away_stops_its_generation_within_1_s(llm: Llm, through_knox: bool) -> None:
     [record] = llm.records()
     cancelled = model_metric(record, "tiny_lm_requests_total", outcome="cancelled")
-    stream = api().chat.completions.create(
+    streams = model_metric(record, "tiny_lm_streams_active")  # the held 120 s stream's
+    client = knox_api() if through_knox else api()
+    stream = client.chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=2000, stream=True,
         extra_body=parameters(0.1),
     )  # fmt: skip
@@ -265,19 +290,18 @@ def test_a_client_that_goes_away_stops_its_generation_within_1_s(llm: Llm) -> No
         tokens += bool(chunk.choices and chunk.choices[0].delta.content)
         if tokens == 5:
             break
-    assert model_metric(record, "tiny_lm_streams_active") == 1
+    assert model_metric(record, "tiny_lm_streams_active") == streams + 1
     gone = time.monotonic()
     stream.close()
 
     def stopped() -> float | None:
         done = model_metric(record, "tiny_lm_requests_total", outcome="cancelled") == cancelled + 1
-        return time.monotonic() if done and model_metric(record, "tiny_lm_streams_active") == 0 else None
+        alone = model_metric(record, "tiny_lm_streams_active") == streams
+        return time.monotonic() if done and alone else None
 
     stop_s = wait_for(stopped, 10, "tiny_lm to count the generation cancelled", every=0.02) - gone
-    generated = model_metric(record, "tiny_lm_tokens_total")
-    time.sleep(1.0)
-    assert model_metric(record, "tiny_lm_tokens_total") == generated, "tokens after the cancel"
-    print(f"\nopenai: a client gone after 5 tokens; tiny_lm stopped {stop_s:.3f} s later")
+    entry = "Knox" if through_knox else "HAProxy"
+    print(f"\nopenai: a client gone after 5 tokens through {entry}; tiny_lm stopped {stop_s:.3f} s later")
     assert stop_s <= 1.0
 
 
@@ -356,6 +380,9 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
         temperature=0, extra_body=parameters(0.0),
     )  # fmt: skip
     expected = unstreamed.choices[0].message.content
+    held = llm.held_long  # the 120 s stream held at zero, through Knox and the activator
+    assert held is not None, "the first test starts it"
+    held.join(LONG_TOKENS * LONG_DELAY_S + 120)  # before the streams below, which must be alone
 
     long = Stream(LONG_DELAY_S, LONG_TOKENS).start()
     [survivor] = wait_for(lambda: carrying(records) or None, 10, "the long stream on an instance")
@@ -391,12 +418,18 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
 
     span = long.times[-1] - long.times[0] if long.times else 0.0
     knox_span = knox_long.times[-1] - knox_long.times[0] if knox_long.times else 0.0
+    held_span = held.times[-1] - held.times[0] if held.times else 0.0
     print(
-        f"\nopenai: the long stream {len(long.times)} events over {span:.1f} s, ended by {long.error!r};"
+        f"\nopenai: held at zero, through Knox and the activator: {len(held.times)} events over"
+        f" {held_span:.1f} s, ended by {held.error!r};"
+        f"\nthe long stream {len(long.times)} events over {span:.1f} s, ended by {long.error!r};"
         f"\nthrough Knox {len(knox_long.times)} events over {knox_span:.1f} s, ended by {knox_long.error!r};"
         f"\nthe stream on the killed instance: {len(doomed.times)} events, then {doomed.error!r};"
         f"\nnew requests meanwhile: {load.ok} ok, {len(load.failed)} failed {load.failed[:3]}"
     )
+    assert held.error is None
+    assert held.text == expected, "the stream held at zero is not the text unstreamed"
+    assert held_span >= (LONG_TOKENS - 1) * LONG_DELAY_S * 0.95
     assert long.error is None
     assert long.text == expected, "the long stream is not the same text as the same request unstreamed"
     assert span >= (LONG_TOKENS - 1) * LONG_DELAY_S * 0.95

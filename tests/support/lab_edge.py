@@ -46,10 +46,14 @@ class Registered:
         self.zk = zk
         self.service = service
 
+    def records(self) -> list[dict[str, Any]]:
+        """The service's znodes, as their JSON."""
+        found = [json.loads(data) for data, _stat in znodes(self.zk, ZK_PATH).values()]
+        return [r for r in found if r.get("service") == self.service]
+
     def endpoints(self, port: str = "http_port") -> set[str]:
         """``port``: the znode's key, http_port (Triton's) or openai_port (the front's)."""
-        records = [json.loads(data) for data, _stat in znodes(self.zk, ZK_PATH).values()]
-        return {f"{r['ip']}:{r[port]}" for r in records if r.get("service") == self.service and port in r}
+        return {f"{r['ip']}:{r[port]}" for r in self.records() if port in r}
 
 
 # ---- Knox

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from lab import lab_client
 from tarn.cli import instances_of
@@ -151,8 +152,14 @@ class Service:
         assert reply.status_code == 200, reply.text
         return reply.text == "true"
 
-    def metric(self, name: str) -> float:
-        for line in self.get("/metrics").text.splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-        raise AssertionError(f"{name} not in /metrics")
+    def samples(self, name: str) -> list[tuple[dict[str, str], float]]:
+        """Each sample called ``name`` in the controller's /metrics: its labels and its value."""
+        families = text_string_to_metric_families(self.get("/metrics").text)
+        return [(s.labels, s.value) for f in families for s in f.samples if s.name == name]
+
+    def metric(self, name: str, **labels: str) -> float:
+        """``name`` summed over its samples whose labels include ``labels``; absent: an error."""
+        found = self.samples(name)
+        if not found:
+            raise AssertionError(f"{name} not in /metrics")
+        return sum(value for have, value in found if labels.items() <= have.items())

@@ -81,6 +81,21 @@ class TritonURLManagerTest {
     within(2_000, () -> fronts.getURLs().equals(List.of("http://10.0.0.3:9001")), "the withdrawn front dropped");
   }
 
+  @Test
+  void theOpenAIRoleFallsBackToTheActivatorWhenNoInstanceRunsAFront() throws Exception {
+    TritonURLManager fronts = new TritonURLManager();
+    fronts.servingOpenAI(true);
+    fronts.setURLs(List.of("http://127.0.0.1:8099")); // the activator: it serves /v1 at zero too
+    register("container_01", "10.0.0.1", 8000); // an instance without a front
+    watcher = new InstanceWatcher(zk.getConnectString(), PATH, 10_000, 2_000, 30_000);
+    fronts.use(watcher);
+    assertEquals(List.of("http://127.0.0.1:8099"), fronts.getURLs()); // it answers OpenAI's 404 there
+    registerWithFront("container_02", "10.0.0.2", 8000, 9000);
+    within(2_000, () -> fronts.getURLs().equals(List.of("http://10.0.0.2:9000")), "the front alone");
+    controller.delete().forPath(PATH + "/container_02"); // scaled to zero
+    within(2_000, () -> fronts.getURLs().equals(List.of("http://127.0.0.1:8099")), "the activator again");
+  }
+
   private TritonURLManager manager() {
     watcher = new InstanceWatcher(zk.getConnectString(), PATH, 10_000, 2_000, 30_000);
     TritonURLManager m = new TritonURLManager();
