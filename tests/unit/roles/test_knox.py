@@ -754,3 +754,15 @@ def test_bad_inputs_fail_naming_the_variable_before_touching_the_host(
     assert SECRET not in out, out
     assert TOKEN not in out, out
     assert SIGNATURE not in out, out
+
+
+def test_the_activator_is_the_fallback_of_v2_and_v1_alike() -> None:
+    """While ZooKeeper lists no instance (or no front), Knox sends /v2 and /v1 to the activator,
+    which holds them until one is ready (scale to zero)."""
+    [service] = ONE_SERVICE["knox_tarn_services"]
+    at_zero = {**service, "activator_url": "http://127.0.0.1:8099"}
+    [topology] = topologies(templar(knox_tarn_services=[at_zero]))
+    urls = {s.findtext("role"): [u.text for u in s.findall("url")] for s in topology.findall("service")}
+    assert urls == {"TRITON": ["http://127.0.0.1:8099"], "TRITON-OPENAI": ["http://127.0.0.1:8099"]}
+    [without] = topologies(templar(knox_openai=False, knox_tarn_services=[at_zero]))
+    assert [s.findtext("role") for s in without.findall("service")] == ["TRITON"]
