@@ -88,6 +88,13 @@ BENCHES: tuple[Bench, ...] = (
         programs=("haproxy",),
     ),
     Bench(
+        "openai_routing",
+        "OpenAI routing: leastconn vs round robin, time to first token",
+        "bench/openai_routing.py",
+        quick=("--quick",),
+        programs=("haproxy",),  # and a tritonserver: the bench's docstring says where it finds one
+    ),
+    Bench(
         "staging_self_test",
         "Staging vs sequential read (loopback fake WebHDFS)",
         "bench/staging_throughput.py",

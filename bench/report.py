@@ -333,6 +333,21 @@ def plot_lab_bringup(samples: Samples, path: Path) -> None:
     save(figure, path)
 
 
+def plot_openai_routing(samples: Samples, path: Path) -> None:
+    """Each policy's TTFT, every request of its phases (CDF, log scale: the tail is the point)."""
+    figure = Figure(figsize=(8, 4))
+    ax = figure.subplots()
+    for policy, outcomes in samples["outcomes"].items():
+        cdf(ax, [o["ttft_s"] * 1000 for o in outcomes if o["ttft_s"] is not None], policy)
+    ax.set_xscale("log")
+    ax.set_xlabel("time to first token (ms)")
+    ax.set_ylabel("fraction of requests")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Streamed chats through HAProxy to 2 instances (CDF)")
+    ax.legend(fontsize=8)
+    save(figure, path)
+
+
 PLOTS: dict[str, Callable[[Samples, Path], None]] = {
     "entry_overhead": plot_entry_overhead,
     "haproxy_throughput": plot_haproxy_throughput,
@@ -341,6 +356,7 @@ PLOTS: dict[str, Callable[[Samples, Path], None]] = {
     "submit_to_inference": plot_submit,
     "controller_scale": plot_controller_scale,
     "lab_bringup": plot_lab_bringup,
+    "openai_routing": plot_openai_routing,
 }
 
 

@@ -240,6 +240,24 @@ def documents() -> dict[str, dict[str, Any]]:
                 }
             ],
         },
+        "openai_routing": {
+            "bench": "openai_routing",
+            "outcomes": {
+                policy: [{"kind": "short", "ttft_s": (n + 1) * scale / 1000} for n in range(50)]
+                for policy, scale in (("leastconn", 0.2), ("roundrobin", 0.4))
+            },
+            "figures": [
+                {
+                    "name": "TTFT p99, leastconn",
+                    "value": 10.0,
+                    "unit": "ms",
+                    "baseline": 20.0,
+                    "baseline_name": "roundrobin",
+                    "goal": "ratio <= 0.5",
+                    "met": True,
+                },
+            ],
+        },
         "activator": {
             "bench": "activator",
             "overload": {

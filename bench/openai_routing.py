@@ -1,0 +1,494 @@
+"""Least-loaded routing against round robin for OpenAI-API traffic (issue 35), in one run: time to
+first token (TTFT) of streamed chat completions through a real HAProxy whose /v1 backend is two
+instances' OpenAI fronts, once with ``balance leastconn`` (the haproxy role's openai_backend) and
+once with ``balance roundrobin``, both under the identical arrival schedule.
+
+Each instance is TARN's launcher (``tarn.stdlib.launcher.main``, as YARN runs it) with a real
+tritonserver serving examples/llm_repository's ``tiny_lm`` (a decoupled Python-backend model that
+generates token by token) and, beside it, TARN's OpenAI front (``--openai-port``). Each instance is
+pinned to a core of its own where the machine has two (``taskset``): an instance's compute is its
+own, as a GPU is, and one that streams long generations is slower to start the next one. HAProxy
+runs the role's openai_backend settings (roles/haproxy/templates/haproxy.cfg.j2): the balance,
+the 10 minute server and tunnel timeouts, http-no-delay, http-buffer-request, retries, checks.
+
+The workload (a fixed seed): short chats arriving at a steady Poisson rate, and a few long
+generations of several seconds among them. TTFT is from sending the request to the first chunk
+that carries text. Printed per policy: p50 and p99 TTFT of every request and of the short ones,
+the requests each instance served, and the ratio p99(leastconn) / p99(roundrobin), goal <= 0.5.
+
+tritonserver: ``--tritonserver PATH`` or $TARN_TRITONSERVER (a wrapper that runs it, such as the
+triton_server role's), else ``tritonserver`` on PATH, else the ``nvidia-pytriton`` wheel's binary
+in ``--triton-venv`` (default /tmp/tarn-openai-venv: ``python3.11 -m venv DIR && DIR/bin/pip
+install nvidia-pytriton==0.7.0 'numpy<2'``), wrapped here as the role's wrapper does it.
+Everything on 127.0.0.1.
+
+    python bench/openai_routing.py [--seconds 20] [--rounds 2] [--short-rate 6] [--longs 4] [--quick]
+                                   [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tarn.haproxy.runtime import RuntimeApi, RuntimeApiError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.result import Figure, Result
+
+ROOT = Path(__file__).resolve().parents[1]
+REPOSITORY = ROOT / "examples" / "llm_repository"
+MODEL = "tiny_lm"
+DEFAULT_VENV = Path("/tmp/tarn-openai-venv")  # noqa: S108 - the throwaway venv docs/openai.md names
+BACKEND = "openai_backend"  # the role's default name
+POLICIES = ("leastconn", "roundrobin")
+GOAL = 0.5
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until(check: Any, what: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError, RuntimeApiError):
+            if check():
+                return
+        if time.monotonic() > deadline:
+            raise SystemExit(f"not within {timeout:.0f} s: {what}")
+        time.sleep(0.1)
+
+
+def http_status(port: int, path: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", path)
+        reply = conn.getresponse()
+        reply.read()
+        return reply.status
+    finally:
+        conn.close()
+
+
+# ---- the instances: the launcher, a real tritonserver and the OpenAI front beside it
+
+
+WRAPPER = """#!/bin/sh
+# tritonserver from the nvidia-pytriton wheel, started as roles/triton_server's wrapper starts it
+LD_LIBRARY_PATH="{libs}:{libpython}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
+PATH="{venv}/bin:$PATH"
+export LD_LIBRARY_PATH PATH
+exec "{binary}" --backend-directory="{backends}" "$@"
+"""
+
+
+def tritonserver(given: str | None, venv: Path, scratch: Path) -> str:
+    """The command that runs tritonserver: given, on PATH, or the wheel's binary wrapped."""
+    if given:
+        return given
+    if found := shutil.which("tritonserver"):
+        return found
+    binaries = sorted(venv.glob("lib/python3*/site-packages/pytriton/tritonserver/bin/tritonserver"))
+    if not binaries:
+        raise SystemExit(
+            f"no tritonserver: none on PATH and no nvidia-pytriton wheel in {venv} (--triton-venv);"
+            " give --tritonserver or install the wheel (this script's docstring says how)"
+        )
+    binary = binaries[-1]
+    home, site = binary.parents[1], binary.parents[3]
+    libpython = subprocess.run(
+        [str(venv / "bin" / "python3"), "-c", "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    wrapper = scratch / "tritonserver"
+    wrapper.write_text(
+        WRAPPER.format(
+            libs=site / "nvidia_pytriton.libs",
+            libpython=libpython,
+            venv=venv,
+            binary=binary,
+            backends=home / "backends",
+        )
+    )
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+@dataclass
+class Instance:
+    name: str
+    triton_port: int
+    front_port: int
+    cpu: int | None
+    process: subprocess.Popen[bytes]
+
+
+def start_instance(index: int, triton: str, scratch: Path, cpu: int | None) -> Instance:
+    """TARN's launcher with ``--openai-port``: it runs tritonserver and the front beside it."""
+    http_port, grpc_port, metrics_port, front_port = (free_port() for unused in range(4))
+    argv = ["--model-repository", str(REPOSITORY), "--tritonserver", triton, "--address", "127.0.0.1",
+            "--port", str(http_port), "--grpc-port", str(grpc_port), "--metrics-port", str(metrics_port),
+            "--openai-port", str(front_port)]  # fmt: skip
+    code = f"import sys; from tarn.stdlib.launcher.main import main; sys.exit(main({argv!r}))"
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    folder = scratch / f"instance-{index}"
+    folder.mkdir()
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    log = (folder / "launcher.log").open("wb")
+    process = subprocess.Popen(
+        [*pin, sys.executable, "-c", code], cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own group: Triton's stubs and the front end with it
+    )  # fmt: skip
+    return Instance(f"instance-{index + 1}", http_port, front_port, cpu, process)
+
+
+def wait_ready(instance: Instance, scratch: Path) -> None:
+    def ready() -> bool:
+        if instance.process.poll() is not None:
+            log = (scratch / f"instance-{instance.name[-1:]}" / "launcher.log").read_text()[-2000:]
+            raise SystemExit(f"{instance.name}: the launcher ended ({instance.process.returncode}):\n{log}")
+        return (
+            http_status(instance.triton_port, f"/v2/models/{MODEL}/ready") == 200
+            and http_status(instance.front_port, "/health") == 200
+        )
+
+    wait_until(ready, f"{instance.name}: Triton's {MODEL} and the front ready", 120)
+
+
+def stop_instance(instance: Instance) -> None:
+    if instance.process.poll() is None:
+        instance.process.send_signal(signal.SIGTERM)  # YARN's stop: the launcher stops Triton and the front
+        try:
+            instance.process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(instance.process.pid, signal.SIGKILL)
+            instance.process.wait()
+
+
+# ---- HAProxy: the role's openai_backend, with one balance or the other
+
+
+HAPROXY_CFG = """
+global
+    maxconn 4096
+    stats socket {socket} mode 600 level admin
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 50s
+    timeout server 50s
+    option idle-close-on-response
+frontend entry
+    bind 127.0.0.1:{entry}
+    acl tarn_openai path_beg /v1/
+    use_backend openai_backend if tarn_openai
+backend openai_backend
+    balance {balance}
+    timeout server 10m
+    timeout tunnel 10m
+    option http-no-delay
+    http-request del-header X-TARN-User
+    option httpchk GET /health
+    http-check expect status 200
+    retries 10
+    option redispatch 1
+    option http-buffer-request
+    retry-on conn-failure empty-response 503
+    default-server check inter 1s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down
+    # which front answered, for this bench's count (not in the role)
+    http-response set-header X-TARN-Front %s
+{servers}
+"""
+
+
+@contextlib.contextmanager
+def haproxy(balance: str, instances: list[Instance], scratch: Path) -> Any:
+    """A real HAProxy on a free loopback port, both fronts up in its backend; yields the port."""
+    entry, sock = free_port(), scratch / f"haproxy-{balance}.sock"
+    servers = "\n".join(f"    server {i.name} 127.0.0.1:{i.front_port}" for i in instances)
+    cfg = scratch / f"haproxy-{balance}.cfg"
+    cfg.write_text(HAPROXY_CFG.format(socket=sock, entry=entry, balance=balance, servers=servers))
+    process = subprocess.Popen(
+        ["haproxy", "-f", str(cfg), "-db"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        api = RuntimeApi(str(sock), timeout=2)
+        wait_until(
+            lambda: sum(s.operational == 2 for s in api.servers_state(BACKEND)) == len(instances),
+            "HAProxy's backend has every front up", 20,
+        )  # fmt: skip
+        yield entry
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+# ---- the workload
+
+
+@dataclass(frozen=True)
+class Arrival:
+    at: float  # seconds from the phase's start
+    kind: str  # short or long
+    max_tokens: int
+
+
+def schedule(
+    seed: int, seconds: float, short_rate: float, longs: int, long_tokens: int, short_tokens: int
+) -> list[Arrival]:
+    """Short requests as a Poisson process of ``short_rate`` per second over ``seconds``, and
+    ``longs`` long generations at a steady rate: one in each of ``longs`` equal spans of the
+    time, at a random point of its first half."""
+    rng = random.Random(seed)  # noqa: S311 - a reproducible schedule, not a secret
+    arrivals: list[Arrival] = []
+    at = rng.expovariate(short_rate)
+    while at < seconds:
+        arrivals.append(Arrival(at, "short", short_tokens))
+        at += rng.expovariate(short_rate)
+    spacing = seconds / max(longs, 1)
+    for index in range(longs):
+        at = (index + rng.uniform(0.1, 0.5)) * spacing
+        arrivals.append(Arrival(at, "long", long_tokens))
+    return sorted(arrivals, key=lambda a: a.at)
+
+
+@dataclass
+class Outcome:
+    kind: str
+    at: float  # when it was sent, from the phase's start
+    ttft_s: float | None  # None: no text came
+    total_s: float
+    chunks: int  # chunks with text
+    front: str
+    error: str = ""
+
+
+def chat(port: int, arrival: Arrival, token_delay_s: float, index: int) -> Outcome:
+    """One streamed chat completion; its TTFT (to the first chunk with text) and how it ended."""
+    body = json.dumps({
+        "model": MODEL, "stream": True, "max_tokens": arrival.max_tokens, "temperature": 0.8,
+        "messages": [{"role": "user", "content": f"tell me about the river, request {index}"}],
+        "parameters": {"token_delay_s": token_delay_s, "seed": index},
+    }).encode()  # fmt: skip
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    began = time.perf_counter()
+    ttft: float | None = None
+    chunks, front = 0, "-"
+    try:
+        conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+        reply = conn.getresponse()
+        front = reply.getheader("X-TARN-Front") or "-"
+        if reply.status != 200:
+            text = reply.read()[:200].decode(errors="replace")
+            return Outcome(
+                arrival.kind,
+                arrival.at,
+                None,
+                time.perf_counter() - began,
+                0,
+                front,
+                f"{reply.status} {text}",
+            )
+        for line in iter(reply.readline, b""):  # parsed until the first chunk with text
+            carries = line.startswith(b"data: {") and b'"choices"' in line
+            if carries and json.loads(line[6:])["choices"][0]["delta"].get("content"):
+                ttft, chunks = time.perf_counter() - began, 1
+                break
+        # then read in blocks: the client's own CPU must not slow the short requests it times
+        while block := reply.read1(1 << 16):
+            chunks += block.count(b'"content":')
+        return Outcome(arrival.kind, arrival.at, ttft, time.perf_counter() - began, chunks, front)
+    except (OSError, http.client.HTTPException, ValueError) as error:
+        return Outcome(
+            arrival.kind, arrival.at, ttft, time.perf_counter() - began, chunks, front, repr(error)
+        )
+    finally:
+        conn.close()
+
+
+def run_phase(port: int, arrivals: list[Arrival], token_delay_s: float) -> list[Outcome]:
+    """Every arrival sent at its time (each in a thread of its own); their outcomes in order."""
+    with ThreadPoolExecutor(max_workers=len(arrivals)) as pool:
+        futures: list[Future[Outcome]] = []
+        start = time.perf_counter()
+        for index, arrival in enumerate(arrivals):
+            pause = start + arrival.at - time.perf_counter()
+            if pause > 0:
+                time.sleep(pause)
+            futures.append(pool.submit(chat, port, arrival, token_delay_s, index))
+        return [f.result() for f in futures]
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def summary(outcomes: list[Outcome]) -> dict[str, Any]:
+    every = [o.ttft_s for o in outcomes if o.ttft_s is not None]
+    short = [o.ttft_s for o in outcomes if o.ttft_s is not None and o.kind == "short"]
+    long = [o for o in outcomes if o.kind == "long"]
+    fronts: dict[str, dict[str, int]] = {}
+    for o in outcomes:
+        fronts.setdefault(o.front, {"short": 0, "long": 0})[o.kind] += 1
+    return {
+        "requests": len(outcomes), "failed": sum(1 for o in outcomes if o.error or o.ttft_s is None),
+        "ttft_p50_ms": statistics.median(every) * 1000, "ttft_p99_ms": percentile(every, 0.99) * 1000,
+        "ttft_max_ms": max(every) * 1000,
+        "short_ttft_p50_ms": statistics.median(short) * 1000,
+        "short_ttft_p99_ms": percentile(short, 0.99) * 1000,
+        "long_seconds_median": statistics.median(o.total_s for o in long) if long else None,
+        "long_chunks_median": statistics.median(o.chunks for o in long) if long else None,
+        "fronts": fronts, "short_by_longs_on_front": by_load(outcomes),
+    }  # fmt: skip
+
+
+def by_load(outcomes: list[Outcome]) -> dict[str, dict[str, float]]:
+    """The short requests' TTFT by how many long generations their front was streaming when
+    they were sent (0, 1, 2 or more): the cost of a loaded instance, whatever the policy."""
+    longs = [o for o in outcomes if o.kind == "long"]
+    groups: dict[str, list[float]] = {}
+    for o in outcomes:
+        if o.kind == "short" and o.ttft_s is not None:
+            busy = sum(1 for g in longs if g.front == o.front and g.at <= o.at <= g.at + g.total_s)
+            groups.setdefault(str(min(busy, 2)), []).append(o.ttft_s)
+    return {
+        load: {
+            "requests": len(v),
+            "ttft_p50_ms": statistics.median(v) * 1000,
+            "ttft_p99_ms": percentile(v, 0.99) * 1000,
+        }
+        for load, v in sorted(groups.items())
+    }
+
+
+def show(policy: str, found: dict[str, Any]) -> None:
+    served = ", ".join(
+        f"{name} {c['short']} short + {c['long']} long" for name, c in sorted(found["fronts"].items())
+    )
+    long_s = found["long_seconds_median"]
+    print(
+        f"{policy:>10}: TTFT p50 {found['ttft_p50_ms']:.0f} ms, p99 {found['ttft_p99_ms']:.0f} ms"
+        f" (max {found['ttft_max_ms']:.0f}); short only p50 {found['short_ttft_p50_ms']:.0f} ms,"
+        f" p99 {found['short_ttft_p99_ms']:.0f} ms; {found['requests']} requests, {found['failed']} failed;"
+        f" long ones {long_s:.1f} s median; {served}",
+        flush=True,
+    )
+    loads = "; ".join(
+        f"{'2+' if load == '2' else load} long: {g['requests']} short, TTFT p50 {g['ttft_p50_ms']:.0f} ms,"
+        f" p99 {g['ttft_p99_ms']:.0f} ms"
+        for load, g in found["short_by_longs_on_front"].items()
+    )
+    print(f"{'':>10}  short requests by the long streams on their front when sent: {loads}", flush=True)
+
+
+def figures(results: dict[str, dict[str, Any]]) -> list[Figure]:
+    lc, rr = results["leastconn"], results["roundrobin"]
+    ratio = lc["ttft_p99_ms"] / rr["ttft_p99_ms"]
+    return [
+        {"name": "TTFT p99, leastconn", "value": lc["ttft_p99_ms"], "unit": "ms",
+         "baseline": rr["ttft_p99_ms"], "baseline_name": "roundrobin",
+         "goal": f"ratio <= {GOAL}", "met": ratio <= GOAL},
+        {"name": "TTFT p50, leastconn", "value": lc["ttft_p50_ms"], "unit": "ms",
+         "baseline": rr["ttft_p50_ms"], "baseline_name": "roundrobin"},
+        {"name": "short requests' TTFT p99, leastconn", "value": lc["short_ttft_p99_ms"], "unit": "ms",
+         "baseline": rr["short_ttft_p99_ms"], "baseline_name": "roundrobin"},
+    ]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seconds", type=float, default=20, help="arrivals span this long, per phase")
+    parser.add_argument("--rounds", type=int, default=2, help="phases per policy, alternating")
+    parser.add_argument("--short-rate", type=float, default=6, help="short requests per second")
+    parser.add_argument("--short-tokens", type=int, default=8)
+    parser.add_argument("--longs", type=int, default=4, help="long generations per phase")
+    parser.add_argument("--long-tokens", type=int, default=3000)
+    parser.add_argument("--token-delay", type=float, default=0.0, help="tiny_lm's pause after each token (s)")
+    parser.add_argument("--seed", type=int, default=35)
+    parser.add_argument("--tritonserver", default=os.environ.get("TARN_TRITONSERVER"))
+    parser.add_argument("--triton-venv", type=Path, default=DEFAULT_VENV)
+    parser.add_argument("--no-pin", action="store_true", help="do not pin each instance to a core")
+    parser.add_argument("--quick", action="store_true", help="a short run: one 10 s phase per policy")
+    parser.add_argument("--json", type=Path, help="also write the figures and every request's outcome here")
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.longs, args.rounds = 10, 2, 1
+    arrivals = schedule(
+        args.seed, args.seconds, args.short_rate, args.longs, args.long_tokens, args.short_tokens
+    )
+    cpus = sorted(os.sched_getaffinity(0))
+    pins: list[int | None] = [cpus[0], cpus[1]] if len(cpus) >= 2 and not args.no_pin else [None, None]
+    print(
+        f"{args.rounds} x {len(arrivals)} requests per policy, each {args.seconds:.0f} s: {args.longs} long"
+        f" ({args.long_tokens} tokens), the rest short ({args.short_tokens} tokens, {args.short_rate}/s);"
+        f" tiny_lm pauses {args.token_delay * 1000:.0f} ms after each token; instances pinned to CPUs {pins}",
+        flush=True,
+    )
+    results: dict[str, dict[str, Any]] = {}
+    outcomes: dict[str, list[Outcome]] = {}
+    with tempfile.TemporaryDirectory(prefix="tarn-bench-openai.") as folder:
+        scratch = Path(folder)
+        triton = tritonserver(args.tritonserver, args.triton_venv, scratch)
+        began = time.monotonic()
+        instances = [start_instance(i, triton, scratch, pins[i]) for i in range(2)]
+        try:
+            for instance in instances:
+                wait_ready(instance, scratch)
+            print(
+                f"2 instances (launcher + tritonserver + front) ready in {time.monotonic() - began:.1f} s",
+                flush=True,
+            )
+            for instance in instances:  # warm-up: the Python stub's first request, the front's connection
+                run_phase(instance.front_port, [Arrival(0, "short", 4)] * 3, args.token_delay)
+            for round_index in range(args.rounds):  # alternating, so drift on the machine hits both alike
+                order = POLICIES if round_index % 2 == 0 else POLICIES[::-1]
+                for policy in order:
+                    with haproxy(policy, instances, scratch) as entry:
+                        found = run_phase(entry, arrivals, args.token_delay)
+                    outcomes.setdefault(policy, []).extend(found)
+                    print(f"round {round_index + 1}, {policy}: {len(found)} requests done", flush=True)
+            for policy in POLICIES:
+                results[policy] = summary(outcomes[policy])
+                show(policy, results[policy])
+        finally:
+            for instance in instances:
+                stop_instance(instance)
+    ratio = results["leastconn"]["ttft_p99_ms"] / results["roundrobin"]["ttft_p99_ms"]
+    verdict = "met" if ratio <= GOAL else "NOT met"
+    print(f"p99 TTFT leastconn / roundrobin: {ratio:.2f} (goal <= {GOAL}: {verdict})")
+    if args.json:
+        parameters = {k: v for k, v in vars(args).items() if k not in ("json", "tritonserver", "triton_venv")}
+        parameters = {**parameters, "triton_venv": str(args.triton_venv), "pinned_cpus": pins}
+        samples = {
+            "policies": results,
+            "ratio_p99": ratio,
+            "outcomes": {p: [asdict(o) for o in found] for p, found in outcomes.items()},
+        }
+        Result("openai_routing", figures(results), parameters, samples).write(args.json)
+
+
+if __name__ == "__main__":
+    main()
