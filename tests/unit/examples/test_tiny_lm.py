@@ -1,12 +1,13 @@
 """examples/llm_repository/tiny_lm without Triton: the network (deterministic, text from its
 vocabulary, the prompt split the OpenAI front counts with) and the Python-backend model driven
 through a stand-in of ``triton_python_backend_utils`` (one response per token, running counts,
-cancellation between tokens, errors, concurrent requests, counters). The model under the real
-Triton, through the OpenAI front: docs/openai.md."""
+cancellation between tokens, errors, concurrent requests, counters, the queue for generation
+slots). The model under the real Triton, through the OpenAI front: docs/openai.md."""
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import sys
 import threading
@@ -78,12 +79,16 @@ class Logger:
 class Sender:
     def __init__(self) -> None:
         self.responses: list[InferenceResponse] = []
+        self.sent_at: list[float] = []  # monotonic, one per response
         self.final = threading.Event()
+        self.final_at = 0.0
 
     def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
         if response is not None:
             self.responses.append(response)
+            self.sent_at.append(time.monotonic())
         if flags == FINAL:
+            self.final_at = time.monotonic()
             self.final.set()
 
 
@@ -147,13 +152,24 @@ def tiny_lm() -> Iterator[types.ModuleType]:
             sys.modules["triton_python_backend_utils"] = saved
 
 
-@pytest.fixture
-def model(tiny_lm: types.ModuleType) -> Iterator[Any]:
-    config = {
-        "parameters": {"default_max_tokens": {"string_value": "6"}, "token_delay_s": {"string_value": "0"}}
-    }
+def loaded(tiny_lm: types.ModuleType, **own: str) -> Any:
+    parameters = {"default_max_tokens": "6", "token_delay_s": "0", **own}
+    config = {"parameters": {key: {"string_value": value} for key, value in parameters.items()}}
     instance = tiny_lm.TritonPythonModel()
     instance.initialize({"model_config": json.dumps(config), "model_name": "tiny_lm", "model_version": "1"})
+    return instance
+
+
+@pytest.fixture
+def model(tiny_lm: types.ModuleType) -> Iterator[Any]:
+    instance = loaded(tiny_lm)
+    yield instance
+    instance.finalize()
+
+
+@pytest.fixture
+def one_slot(tiny_lm: types.ModuleType) -> Iterator[Any]:
+    instance = loaded(tiny_lm, max_concurrent_generations="1")
     yield instance
     instance.finalize()
 
@@ -263,3 +279,94 @@ def test_concurrent_requests_each_get_their_own_stream(model: Any) -> None:
     assert [len(r.texts()) for r in requests] == [10 + n for n in range(10)]
     assert model.tokens.value == sum(10 + n for n in range(10))
     assert model.outcomes["completed"].value == 10
+
+
+def test_no_limit_by_default_nothing_waits(model: Any) -> None:
+    requests = [prompt(f"prompt number {n}", 30, token_delay_s=0.01) for n in range(4)]
+    served(model, *requests)
+    # all four were generating at once: each began before any ended
+    assert max(r.sender.sent_at[0] for r in requests) < min(r.sender.final_at for r in requests)
+    assert model.queued.value == 0
+
+
+# ---- max_concurrent_generations: the queue for generation slots
+def until(check: Any, timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "not in time"
+        time.sleep(0.005)
+
+
+def test_with_one_slot_the_second_stream_begins_after_the_first_ends(one_slot: Any) -> None:
+    first, second = prompt("the first", 20, token_delay_s=0.01), prompt("the second", 5)
+    one_slot.execute([first])
+    until(lambda: len(first.sender.responses) > 0)
+    one_slot.execute([second])
+    until(lambda: one_slot.queued.value == 1)
+    assert one_slot.active.value == 1
+    assert first.sender.final.wait(5)
+    assert second.sender.final.wait(5)
+    assert second.sender.sent_at[0] >= first.sender.final_at
+    assert len(first.texts()) == 20
+    assert len(second.texts()) == 5
+    assert one_slot.outcomes["completed"].value == 2
+    assert (one_slot.queued.value, one_slot.active.value) == (0, 0)
+
+
+def test_waiting_requests_start_in_arrival_order(one_slot: Any) -> None:
+    holder = prompt("holds the slot", 100000, token_delay_s=0.01)
+    one_slot.execute([holder])
+    until(lambda: len(holder.sender.responses) > 0)
+    requests = [prompt(f"request {n}", 4, token_delay_s=0.01) for n in range(5)]
+    for number, request in enumerate(requests):
+        one_slot.execute([request])
+        until(lambda n=number: one_slot.queued.value == n + 1)
+    holder.cancelled.set()
+    for request in requests:
+        assert request.sender.final.wait(5)
+    for earlier, later in itertools.pairwise([holder, *requests]):
+        assert later.sender.sent_at[0] >= earlier.sender.final_at
+
+
+def test_a_request_cancelled_while_it_waits_never_generates(one_slot: Any) -> None:
+    running, waiting, after = (prompt(f"r{n}", 100000, token_delay_s=0.01) for n in range(3))
+    one_slot.execute([running])
+    until(lambda: len(running.sender.responses) > 0)
+    one_slot.execute([waiting])
+    until(lambda: one_slot.queued.value == 1)
+    one_slot.execute([after])
+    until(lambda: one_slot.queued.value == 2)
+    waiting.cancelled.set()
+    cancelled_at = time.monotonic()
+    assert waiting.sender.final.wait(5)
+    assert time.monotonic() - cancelled_at < 0.5
+    assert waiting.sender.responses == []
+    assert one_slot.outcomes["cancelled"].value == 1
+    assert one_slot.queued.value == 1
+    assert any("cancelled after 0 tokens, waiting for a slot" in line for line in Logger.lines)
+    running.cancelled.set()  # its slot goes to the next in line
+    until(lambda: len(after.sender.responses) > 0)
+    assert one_slot.queued.value == 0
+    after.cancelled.set()
+    assert after.sender.final.wait(5)
+    assert one_slot.outcomes["cancelled"].value == 3
+    assert one_slot.tokens.value == len(running.texts()) + len(after.texts())
+
+
+def test_never_more_generating_than_the_slots(tiny_lm: types.ModuleType) -> None:
+    two = loaded(tiny_lm, max_concurrent_generations="2")
+    try:
+        requests = [prompt(f"prompt number {n}", 5 + n, token_delay_s=0.01) for n in range(8)]
+        served(two, *requests)
+    finally:
+        two.finalize()
+    assert [len(r.texts()) for r in requests] == [5 + n for n in range(8)]
+    spans = [(r.sender.sent_at[0], r.sender.final_at) for r in requests]
+    assert max(sum(1 for b, e in spans if b <= at < e) for at, unused in spans) == 2
+    assert two.outcomes["completed"].value == 8
+    assert (two.queued.value, two.active.value) == (0, 0)
+
+
+def test_a_bad_slot_count_fails_the_load(tiny_lm: types.ModuleType) -> None:
+    with pytest.raises(ValueError, match="max_concurrent_generations must be 0"):
+        loaded(tiny_lm, max_concurrent_generations="-1")

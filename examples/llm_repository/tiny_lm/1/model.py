@@ -10,8 +10,14 @@ Decoupled: each request runs in a thread of its own and gets one response per to
 (``text_output``, with ``prompt_tokens`` and the running ``completion_tokens``), then the final
 flag. Between tokens it asks ``request.is_cancelled()``: when the client of Triton's
 ``generate_stream`` goes away, the generation stops at once. Its counters are Triton metrics
-(``tiny_lm_tokens_total``, ``tiny_lm_requests_total{outcome}``, ``tiny_lm_streams_active`` on
-Triton's metrics port), and each cancelled request is logged, so a test can see when it stopped.
+(``tiny_lm_tokens_total``, ``tiny_lm_requests_total{outcome}``, ``tiny_lm_streams_active``,
+``tiny_lm_requests_waiting`` on Triton's metrics port), and each cancelled request is logged, so a
+test can see when it stopped.
+
+Model parameter ``max_concurrent_generations`` (default "0": no limit): at most that many requests
+generate at once, as an LLM server's batch slots (vLLM's max_num_seqs); the others wait for a slot
+in arrival order, and the wait is part of their time to first token. A request cancelled while it
+waits leaves the queue without generating.
 
 Request parameters (any not given take the model's): ``temperature`` (0 to 2, 0 = greedy),
 ``seed`` (an integer; default: from the prompt), ``token_delay_s`` (0 to 10 s after each token).
@@ -24,6 +30,7 @@ import re
 import threading
 import time
 import zlib
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -159,12 +166,19 @@ class TritonPythonModel:
         self.default_max_tokens = int(own.get("default_max_tokens", "16"))
         self.max_tokens_limit = int(own.get("max_tokens_limit", "100000"))
         self.token_delay_s = float(own.get("token_delay_s", "0"))
+        self.max_generating = int(own.get("max_concurrent_generations", "0"))
+        if self.max_generating < 0:
+            raise ValueError("tiny_lm: max_concurrent_generations must be 0 (no limit) or more")
         self.lm = TinyLM()
         self.stopping = threading.Event()
         # Guards the threads' set, every metric update and log line: the Python backend's metrics are not
         # thread-safe (Triton 2.51 crashed with SIGSEGV under 20 streams updating them unlocked).
         self.lock = threading.Lock()
         self.threads: set[threading.Thread] = set()
+        # The slots share the lock: the queue and its gauge change together.
+        self.slots = threading.Condition(self.lock)
+        self.generating = 0
+        self.waiting: deque[threading.Thread] = deque()  # first in line first
         labels = {"model": args["model_name"], "version": args["model_version"]}
         # The families must outlive their metrics: Triton refuses a metric whose family is gone.
         self.families = {
@@ -183,6 +197,11 @@ class TritonPythonModel:
                 description="Requests tiny_lm is generating for now",
                 kind=pb_utils.MetricFamily.GAUGE,
             ),
+            "waiting": pb_utils.MetricFamily(
+                name="tiny_lm_requests_waiting",
+                description="Requests waiting for a generation slot (max_concurrent_generations)",
+                kind=pb_utils.MetricFamily.GAUGE,
+            ),
         }
         self.tokens = self.families["tokens"].Metric(labels=labels)
         self.outcomes = {
@@ -190,13 +209,14 @@ class TritonPythonModel:
             for outcome in ("completed", "cancelled", "failed")
         }
         self.active = self.families["active"].Metric(labels=labels)
+        self.queued = self.families["waiting"].Metric(labels=labels)
 
     def execute(self, requests: list[Any]) -> None:
         for request in requests:
             thread = threading.Thread(target=self._serve, args=(request,), daemon=True)
             with self.lock:
                 self.threads.add(thread)
-                self.active.set(len(self.threads))
+                self._count()
             thread.start()
 
     def finalize(self) -> None:
@@ -223,10 +243,66 @@ class TritonPythonModel:
             finally:
                 with self.lock:
                     self.threads.discard(threading.current_thread())
-                    self.active.set(len(self.threads))
+                    self._count()
+
+    def _count(self) -> None:
+        """Set the gauges; the caller holds the lock. A waiting request is not active."""
+        self.active.set(len(self.threads) - len(self.waiting))
+        self.queued.set(len(self.waiting))
 
     def _generate(self, request: Any, sender: Any) -> str:
-        prompt, max_tokens, temperature, seed, delay = self._read(request)
+        prompt, max_tokens, temperature, seed, delay = self._read(request)  # a bad request fails at once
+        if not self._take_slot(request):
+            with self.lock:
+                pb_utils.Logger.log_info("tiny_lm: a request cancelled after 0 tokens, waiting for a slot")
+            return "cancelled"
+        try:
+            return self._stream(request, sender, prompt, max_tokens, temperature, seed, delay)
+        finally:
+            self._give_slot()
+
+    def _take_slot(self, request: Any) -> bool:
+        """Wait for a generation slot in arrival order; False if cancelled meanwhile."""
+        if self.max_generating == 0:
+            return True
+        me = threading.current_thread()
+        with self.slots:
+            self.waiting.append(me)
+            self._count()
+        while True:
+            with self.slots:
+                if self.waiting[0] is me and self.generating < self.max_generating:
+                    self.waiting.popleft()
+                    self.generating += 1
+                    self._count()
+                    self.slots.notify_all()  # the next in line may find a free slot too
+                    return True
+                self.slots.wait(CANCEL_POLL_S)
+            # asked outside the lock: is_cancelled() goes to Triton and must not hold up the others
+            if self._cancelled(request):
+                with self.slots:
+                    self.waiting.remove(me)
+                    self._count()
+                    self.slots.notify_all()  # it may have been first in line
+                return False
+
+    def _give_slot(self) -> None:
+        if self.max_generating == 0:
+            return
+        with self.slots:
+            self.generating -= 1
+            self.slots.notify_all()
+
+    def _stream(
+        self,
+        request: Any,
+        sender: Any,
+        prompt: str,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        delay: float,
+    ) -> str:
         prompt_tokens = np.array([len(tokenize(prompt))], dtype=np.int32)
         sent = 0
         for text in self.lm.generate(prompt, temperature, seed):
