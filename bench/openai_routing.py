@@ -5,25 +5,35 @@ once with ``balance roundrobin``, both under the identical arrival schedule.
 
 Each instance is TARN's launcher (``tarn.stdlib.launcher.main``, as YARN runs it) with a real
 tritonserver serving examples/llm_repository's ``tiny_lm`` (a decoupled Python-backend model that
-generates token by token) and, beside it, TARN's OpenAI front (``--openai-port``). Each instance is
+generates token by token) and, beside it, TARN's OpenAI front (``--openai-port``). The repository is
+staged in a temporary copy with tiny_lm's ``max_concurrent_generations`` set (``--slots``, default
+2): an LLM server runs a bounded batch of sequences at once (vLLM's max_num_seqs, TensorRT-LLM's max
+batch size) and queues the rest, and that queue is what round robin fills with short requests behind
+long ones. 2 slots, not a GPU server's dozens, so that a few long streams fill an instance on a
+2-core machine: what matters is the share of slots the long generations hold. Each instance is
 pinned to a core of its own where the machine has two (``taskset``): an instance's compute is its
 own, as a GPU is, and one that streams long generations is slower to start the next one. HAProxy
-runs the role's openai_backend settings (roles/haproxy/templates/haproxy.cfg.j2): the balance,
-the 10 minute server and tunnel timeouts, http-no-delay, http-buffer-request, retries, checks.
+runs the role's openai_backend settings (roles/haproxy/templates/haproxy.cfg.j2): the balance, the
+10 minute server and tunnel timeouts, http-no-delay, http-buffer-request, retries, checks.
 
-The workload (a fixed seed): short chats arriving at a steady Poisson rate, and a few long
-generations of several seconds among them. TTFT is from sending the request to the first chunk
-that carries text. Printed per policy: p50 and p99 TTFT of every request and of the short ones,
-the requests each instance served, and the ratio p99(leastconn) / p99(roundrobin), goal <= 0.5.
+The workload (a fixed seed, the same schedule for both policies): short chats at tiny_lm's full
+speed arriving at a steady Poisson rate, and long generations of about 3 s among them, paced
+(``--long-delay`` after each token, as a GPU's decode steps are) so that they hold slots rather than
+the CPU, one every 2 s on average: 1 to 3 at once, enough to fill an instance's 2 slots when two
+land on it, never enough to fill both instances' when each goes to the one with fewer. TTFT is from
+sending the request to the first chunk that carries text. Printed per policy: p50 and p99 TTFT of
+every request and of the short ones, the requests each instance served, and the ratio p99(leastconn)
+/ p99(roundrobin), goal <= 0.5.
 
 tritonserver: ``--tritonserver PATH`` or $TARN_TRITONSERVER (a wrapper that runs it, such as the
 triton_server role's), else ``tritonserver`` on PATH, else the ``nvidia-pytriton`` wheel's binary
-in ``--triton-venv`` (default /tmp/tarn-openai-venv: ``python3.11 -m venv DIR && DIR/bin/pip
-install nvidia-pytriton==0.7.0 'numpy<2'``), wrapped here as the role's wrapper does it.
-Everything on 127.0.0.1.
+in ``--triton-venv`` (default build/triton-venv), wrapped here as the role's wrapper does it. That
+venv is made when it has no binary: ``python3.X -m venv`` and ``pip install`` of the triton_server
+role's pins (roles/triton_server/defaults/main.yml: Python, nvidia-pytriton and numpy versions),
+once; later runs reuse it. Everything on 127.0.0.1.
 
-    python bench/openai_routing.py [--seconds 20] [--rounds 2] [--short-rate 6] [--longs 4] [--quick]
-                                   [--json PATH]
+    python bench/openai_routing.py [--seconds 20] [--rounds 2] [--short-rate 6] [--longs 10] [--slots 2]
+                                   [--quick] [--json PATH]
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ import http.client
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -55,7 +66,8 @@ from bench.result import Figure, Result
 ROOT = Path(__file__).resolve().parents[1]
 REPOSITORY = ROOT / "examples" / "llm_repository"
 MODEL = "tiny_lm"
-DEFAULT_VENV = Path("/tmp/tarn-openai-venv")  # noqa: S108 - the throwaway venv docs/openai.md names
+DEFAULT_VENV = ROOT / "build" / "triton-venv"
+ROLE_DEFAULTS = ROOT / "roles" / "triton_server" / "defaults" / "main.yml"
 BACKEND = "openai_backend"  # the role's default name
 POLICIES = ("leastconn", "roundrobin")
 GOAL = 0.5
@@ -101,18 +113,45 @@ exec "{binary}" --backend-directory="{backends}" "$@"
 """
 
 
+def role_pin(name: str) -> str:
+    """A pin of the triton_server role's defaults, so the bench runs what the lab installs."""
+    found = re.search(rf'^triton_server_{name}: "([^"]+)"', ROLE_DEFAULTS.read_text(), re.MULTILINE)
+    if not found:
+        raise SystemExit(f"{ROLE_DEFAULTS}: no triton_server_{name}")
+    return found.group(1)
+
+
+def wheel_binaries(venv: Path) -> list[Path]:
+    return sorted(venv.glob("lib/python3*/site-packages/pytriton/tritonserver/bin/tritonserver"))
+
+
+def make_venv(venv: Path) -> None:
+    """The role's venv, here: its Python, nvidia-pytriton and numpy pins (numpy < 2, or every
+    inference fails); once, a few minutes for the wheel (about 1 GB unpacked)."""
+    python = f"python{role_pin('python_version')}"
+    if shutil.which(python) is None:
+        raise SystemExit(
+            f"no {python} on PATH for {venv} (the triton_server role's Python); give --tritonserver"
+        )
+    pins = [f"nvidia-pytriton=={role_pin('pytriton_version')}", f"numpy=={role_pin('numpy_version')}"]
+    print(f"making {venv}: {python} -m venv, pip install {' '.join(pins)}", flush=True)
+    shutil.rmtree(venv, ignore_errors=True)  # a half-made one from an interrupted run
+    subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", *pins], check=True)
+
+
 def tritonserver(given: str | None, venv: Path, scratch: Path) -> str:
-    """The command that runs tritonserver: given, on PATH, or the wheel's binary wrapped."""
+    """The command that runs tritonserver: given, on PATH, or the wheel's binary wrapped (the
+    venv made first if it has none)."""
     if given:
         return given
     if found := shutil.which("tritonserver"):
         return found
-    binaries = sorted(venv.glob("lib/python3*/site-packages/pytriton/tritonserver/bin/tritonserver"))
+    if not wheel_binaries(venv):
+        make_venv(venv)
+    binaries = wheel_binaries(venv)
     if not binaries:
-        raise SystemExit(
-            f"no tritonserver: none on PATH and no nvidia-pytriton wheel in {venv} (--triton-venv);"
-            " give --tritonserver or install the wheel (this script's docstring says how)"
-        )
+        raise SystemExit(f"no tritonserver in {venv} after pip install nvidia-pytriton; give --tritonserver")
     binary = binaries[-1]
     home, site = binary.parents[1], binary.parents[3]
     libpython = subprocess.run(
@@ -142,10 +181,26 @@ class Instance:
     process: subprocess.Popen[bytes]
 
 
-def start_instance(index: int, triton: str, scratch: Path, cpu: int | None) -> Instance:
+def stage_repository(scratch: Path, slots: int) -> Path:
+    """A copy of examples/llm_repository with tiny_lm's max_concurrent_generations set."""
+    staged = scratch / "llm_repository"
+    shutil.copytree(REPOSITORY, staged, ignore=shutil.ignore_patterns("__pycache__"))
+    config = staged / MODEL / "config.pbtxt"
+    text, count = re.subn(
+        r'(key: "max_concurrent_generations"\s*value: \{ string_value: )"\d+"',
+        rf'\1"{slots}"',
+        config.read_text(),
+    )
+    if count != 1:
+        raise SystemExit(f"{config}: no max_concurrent_generations parameter to set")
+    config.write_text(text)
+    return staged
+
+
+def start_instance(index: int, triton: str, repository: Path, scratch: Path, cpu: int | None) -> Instance:
     """TARN's launcher with ``--openai-port``: it runs tritonserver and the front beside it."""
     http_port, grpc_port, metrics_port, front_port = (free_port() for unused in range(4))
-    argv = ["--model-repository", str(REPOSITORY), "--tritonserver", triton, "--address", "127.0.0.1",
+    argv = ["--model-repository", str(repository), "--tritonserver", triton, "--address", "127.0.0.1",
             "--port", str(http_port), "--grpc-port", str(grpc_port), "--metrics-port", str(metrics_port),
             "--openai-port", str(front_port)]  # fmt: skip
     code = f"import sys; from tarn.stdlib.launcher.main import main; sys.exit(main({argv!r}))"
@@ -251,10 +306,18 @@ class Arrival:
     at: float  # seconds from the phase's start
     kind: str  # short or long
     max_tokens: int
+    token_delay_s: float = 0.0  # tiny_lm's pause after each token
 
 
 def schedule(
-    seed: int, seconds: float, short_rate: float, longs: int, long_tokens: int, short_tokens: int
+    seed: int,
+    seconds: float,
+    short_rate: float,
+    longs: int,
+    long_tokens: int,
+    short_tokens: int,
+    long_delay: float = 0.0,
+    short_delay: float = 0.0,
 ) -> list[Arrival]:
     """Short requests as a Poisson process of ``short_rate`` per second over ``seconds``, and
     ``longs`` long generations at a steady rate: one in each of ``longs`` equal spans of the
@@ -263,12 +326,12 @@ def schedule(
     arrivals: list[Arrival] = []
     at = rng.expovariate(short_rate)
     while at < seconds:
-        arrivals.append(Arrival(at, "short", short_tokens))
+        arrivals.append(Arrival(at, "short", short_tokens, short_delay))
         at += rng.expovariate(short_rate)
     spacing = seconds / max(longs, 1)
     for index in range(longs):
         at = (index + rng.uniform(0.1, 0.5)) * spacing
-        arrivals.append(Arrival(at, "long", long_tokens))
+        arrivals.append(Arrival(at, "long", long_tokens, long_delay))
     return sorted(arrivals, key=lambda a: a.at)
 
 
@@ -283,12 +346,12 @@ class Outcome:
     error: str = ""
 
 
-def chat(port: int, arrival: Arrival, token_delay_s: float, index: int) -> Outcome:
+def chat(port: int, arrival: Arrival, index: int) -> Outcome:
     """One streamed chat completion; its TTFT (to the first chunk with text) and how it ended."""
     body = json.dumps({
         "model": MODEL, "stream": True, "max_tokens": arrival.max_tokens, "temperature": 0.8,
         "messages": [{"role": "user", "content": f"tell me about the river, request {index}"}],
-        "parameters": {"token_delay_s": token_delay_s, "seed": index},
+        "parameters": {"token_delay_s": arrival.token_delay_s, "seed": index},
     }).encode()  # fmt: skip
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     began = time.perf_counter()
@@ -326,7 +389,7 @@ def chat(port: int, arrival: Arrival, token_delay_s: float, index: int) -> Outco
         conn.close()
 
 
-def run_phase(port: int, arrivals: list[Arrival], token_delay_s: float) -> list[Outcome]:
+def run_phase(port: int, arrivals: list[Arrival]) -> list[Outcome]:
     """Every arrival sent at its time (each in a thread of its own); their outcomes in order."""
     with ThreadPoolExecutor(max_workers=len(arrivals)) as pool:
         futures: list[Future[Outcome]] = []
@@ -335,7 +398,7 @@ def run_phase(port: int, arrivals: list[Arrival], token_delay_s: float) -> list[
             pause = start + arrival.at - time.perf_counter()
             if pause > 0:
                 time.sleep(pause)
-            futures.append(pool.submit(chat, port, arrival, token_delay_s, index))
+            futures.append(pool.submit(chat, port, arrival, index))
         return [f.result() for f in futures]
 
 
@@ -424,9 +487,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="phases per policy, alternating")
     parser.add_argument("--short-rate", type=float, default=6, help="short requests per second")
     parser.add_argument("--short-tokens", type=int, default=8)
-    parser.add_argument("--longs", type=int, default=4, help="long generations per phase")
-    parser.add_argument("--long-tokens", type=int, default=3000)
-    parser.add_argument("--token-delay", type=float, default=0.0, help="tiny_lm's pause after each token (s)")
+    parser.add_argument(
+        "--short-delay", type=float, default=0.0, help="tiny_lm's pause after a short's tokens (s)"
+    )
+    parser.add_argument("--longs", type=int, default=10, help="long generations per phase")
+    parser.add_argument("--long-tokens", type=int, default=300)
+    parser.add_argument(
+        "--long-delay", type=float, default=0.01, help="tiny_lm's pause after a long's tokens (s)"
+    )
+    parser.add_argument("--slots", type=int, default=2, help="tiny_lm's max_concurrent_generations")
     parser.add_argument("--seed", type=int, default=35)
     parser.add_argument("--tritonserver", default=os.environ.get("TARN_TRITONSERVER"))
     parser.add_argument("--triton-venv", type=Path, default=DEFAULT_VENV)
@@ -435,16 +504,24 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures and every request's outcome here")
     args = parser.parse_args()
     if args.quick:
-        args.seconds, args.longs, args.rounds = 10, 2, 1
+        args.seconds, args.longs, args.rounds = 10, 5, 1
     arrivals = schedule(
-        args.seed, args.seconds, args.short_rate, args.longs, args.long_tokens, args.short_tokens
+        args.seed,
+        args.seconds,
+        args.short_rate,
+        args.longs,
+        args.long_tokens,
+        args.short_tokens,
+        args.long_delay,
+        args.short_delay,
     )
     cpus = sorted(os.sched_getaffinity(0))
     pins: list[int | None] = [cpus[0], cpus[1]] if len(cpus) >= 2 and not args.no_pin else [None, None]
     print(
         f"{args.rounds} x {len(arrivals)} requests per policy, each {args.seconds:.0f} s: {args.longs} long"
-        f" ({args.long_tokens} tokens), the rest short ({args.short_tokens} tokens, {args.short_rate}/s);"
-        f" tiny_lm pauses {args.token_delay * 1000:.0f} ms after each token; instances pinned to CPUs {pins}",
+        f" ({args.long_tokens} tokens, {args.long_delay * 1000:.0f} ms after each), the rest short"
+        f" ({args.short_tokens} tokens, {args.short_delay * 1000:.0f} ms after each, {args.short_rate}/s);"
+        f" tiny_lm with {args.slots} generation slots per instance; instances pinned to CPUs {pins}",
         flush=True,
     )
     results: dict[str, dict[str, Any]] = {}
@@ -452,8 +529,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tarn-bench-openai.") as folder:
         scratch = Path(folder)
         triton = tritonserver(args.tritonserver, args.triton_venv, scratch)
+        repository = stage_repository(scratch, args.slots)
         began = time.monotonic()
-        instances = [start_instance(i, triton, scratch, pins[i]) for i in range(2)]
+        instances = [start_instance(i, triton, repository, scratch, pins[i]) for i in range(2)]
         try:
             for instance in instances:
                 wait_ready(instance, scratch)
@@ -462,12 +540,12 @@ def main() -> None:
                 flush=True,
             )
             for instance in instances:  # warm-up: the Python stub's first request, the front's connection
-                run_phase(instance.front_port, [Arrival(0, "short", 4)] * 3, args.token_delay)
+                run_phase(instance.front_port, [Arrival(0, "short", 4)] * 3)
             for round_index in range(args.rounds):  # alternating, so drift on the machine hits both alike
                 order = POLICIES if round_index % 2 == 0 else POLICIES[::-1]
                 for policy in order:
                     with haproxy(policy, instances, scratch) as entry:
-                        found = run_phase(entry, arrivals, args.token_delay)
+                        found = run_phase(entry, arrivals)
                     outcomes.setdefault(policy, []).extend(found)
                     print(f"round {round_index + 1}, {policy}: {len(found)} requests done", flush=True)
             for policy in POLICIES:
