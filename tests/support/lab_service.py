@@ -157,9 +157,12 @@ class Service:
         families = text_string_to_metric_families(self.get("/metrics").text)
         return [(s.labels, s.value) for f in families for s in f.samples if s.name == name]
 
-    def metric(self, name: str, **labels: str) -> float:
-        """``name`` summed over its samples whose labels include ``labels``; absent: an error."""
+    def metric(self, name: str, absent: float | None = None, **labels: str) -> float:
+        """``name`` summed over its samples whose labels include ``labels``; not in /metrics at all:
+        ``absent``, or an error when None."""
         found = self.samples(name)
         if not found:
+            if absent is not None:
+                return absent
             raise AssertionError(f"{name} not in /metrics")
         return sum(value for have, value in found if labels.items() <= have.items())

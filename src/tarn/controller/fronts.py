@@ -4,7 +4,9 @@ Each instance that runs the front (``--openai-port``) is scraped at ``/metrics``
 (tarn.controller.observe); its text (tarn.stdlib.openai.counters) becomes a :class:`FrontSample`.
 Between two samples of one front, :func:`front_deltas` takes each series' increase, as
 Prometheus' ``increase()`` does: a series that went down belongs to a front that restarted and
-counts from zero; a series first seen counts whole; the first sample of a front is the baseline.
+counts from zero; a series first seen counts whole. The first sample of a front is counted from
+:data:`NOTHING_COUNTED` where the controller saw the instance start, and is the baseline of a front
+it adopted already serving (after a restart of the controller).
 A series that did not move is kept with 0, so the totals hold every bucket of a histogram (a
 quantile estimated from buckets needs the empty ones' bounds) and a counter exists from 0 before
 its first increase (which Prometheus' ``rate()`` would miss otherwise).
@@ -68,6 +70,9 @@ def parse_front_metrics(text: str) -> FrontSample:
             elif family_of(sample.name) is not None:
                 counters[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
     return FrontSample(counters, streams)
+
+
+NOTHING_COUNTED = FrontSample({}, {})  # a front just started, before its first request
 
 
 def front_deltas(previous: FrontSample | None, current: FrontSample) -> dict[Series, float]:

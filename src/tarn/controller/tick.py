@@ -32,7 +32,7 @@ from tarn.controller.drain import (
     removing,
     step,
 )
-from tarn.controller.fronts import FrontSample, Series, front_deltas
+from tarn.controller.fronts import NOTHING_COUNTED, FrontSample, Series, front_deltas
 from tarn.controller.memory import Memory, ScalingEvent, decode
 from tarn.controller.observe import (
     UNREPORTED,
@@ -73,6 +73,9 @@ class Tracked:
     was_ready: bool = False
     unready_since: float | None = None  # first seen, or seen to stop answering ready; None: ready
     front: FrontSample | None = None  # the OpenAI front's last counters read
+    # First seen before it answered ready: all its front counted happened in this controller's
+    # time, so the front's first read counts whole (an instance adopted ready is a baseline).
+    seen_starting: bool = False
 
     @property
     def models_known(self) -> bool:
@@ -500,7 +503,7 @@ def _track(
         scrape = scrapes[c.container_id]
         known = before.get(c.container_id)
         if known is None:
-            known = Tracked(last_activity=now)
+            known = Tracked(last_activity=now, seen_starting=not scrape.ready)
         if scrape.sample is not None:
             loads[c.container_id] = instance_load(known.sample, scrape.sample, concurrency)
             deltas.append(model_deltas(known.sample, scrape.sample))
@@ -509,11 +512,20 @@ def _track(
         if scrape.models is not None:
             known = replace(known, models=scrape.models, models_at=now)
         if scrape.front is not None:
-            fronts.append(front_deltas(known.front, scrape.front))
+            fronts.append(front_deltas(_counted_front(known), scrape.front))
             known = replace(known, front=scrape.front)
         since = None if scrape.ready else known.unready_since if known.unready_since is not None else now
         tracked[c.container_id] = replace(known, unready_since=since)
     return tracked, loads, deltas, fronts
+
+
+def _counted_front(known: Tracked) -> FrontSample | None:
+    """What the front's next read is counted from: its last read; none yet, zero for an instance
+    this controller saw start (the activator's held requests may reach it before the first read
+    succeeds), and the first read itself, a baseline, for one adopted ready."""
+    if known.front is None and known.seen_starting:
+        return NOTHING_COUNTED
+    return known.front
 
 
 def _view(

@@ -585,3 +585,34 @@ def test_published_marks_registered_only_what_zookeeper_holds() -> None:
     snap = published(plan, {"c-1"}, "connected", ("p",), seen.at, 0.1, POLICY)
     assert [i.registered for i in snap.instances] == [False, True]
     assert (snap.zookeeper, snap.problems, snap.service) == ("connected", ("p",), "svc")
+
+
+TOKENS = ("tarn_openai_prompt_tokens_total", (("model", "m"), ("user", "anonymous")))
+
+
+def front_reads(first_ready: bool, *reads: float | None) -> list[dict[Any, float]]:
+    """The front increases of a tick per read (None: the front did not answer), one instance with a
+    front, first seen ready (adopted) or starting."""
+    c = replace(container(0), openai_port=9010)
+    state = TickState(ScalerState(last_change_at=0.0))
+    ticks = [] if first_ready else [Scrape(False, None, None)]
+    ticks += [
+        Scrape(True, None, ("m",), front=None if n is None else FrontSample({TOKENS: n}, {})) for n in reads
+    ]
+    increases: list[dict[Any, float]] = []
+    for n, scrape in enumerate(ticks):
+        plan = plan_tick(state, Observed(1.7e9, "STABLE", 1, (c,), {"c-0": scrape}), (), NOW + n, POLICY)
+        state = plan.state
+        increases += [dict(d) for d in plan.events.front_deltas] or [{}]
+    return increases
+
+
+def test_a_front_the_controller_saw_start_counts_from_zero_even_when_its_first_read_failed() -> None:
+    # The activator's held requests reach a new instance as soon as it registers: 40 tokens went
+    # out before the first read that answered; they are this controller's to count.
+    assert front_reads(False, None, 40.0, 45.0) == [{}, {}, {TOKENS: 40.0}, {TOKENS: 5.0}]
+
+
+def test_a_front_adopted_already_serving_is_a_baseline() -> None:
+    # After a restart of the controller: what the front counted before is not counted again.
+    assert front_reads(True, 1000.0, 1004.0) == [{}, {TOKENS: 4.0}]
