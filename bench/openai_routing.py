@@ -30,7 +30,8 @@ triton_server role's), else ``tritonserver`` on PATH, else the ``nvidia-pytriton
 in ``--triton-venv`` (default build/triton-venv), wrapped here as the role's wrapper does it. That
 venv is made when it has no binary: ``python3.X -m venv`` and ``pip install`` of the triton_server
 role's pins (roles/triton_server/defaults/main.yml: Python, nvidia-pytriton and numpy versions),
-once; later runs reuse it. Everything on 127.0.0.1.
+with the Python backend stub for its Python copied in place as the role does, once; later runs
+reuse it. Everything on 127.0.0.1.
 
     python bench/openai_routing.py [--seconds 20] [--rounds 2] [--short-rate 6] [--longs 10] [--slots 2]
                                    [--quick] [--json PATH]
@@ -154,6 +155,11 @@ def tritonserver(given: str | None, venv: Path, scratch: Path) -> str:
         raise SystemExit(f"no tritonserver in {venv} after pip install nvidia-pytriton; give --tritonserver")
     binary = binaries[-1]
     home, site = binary.parents[1], binary.parents[3]
+    stub = home / "backends" / "python" / "triton_python_backend_stub"
+    if not stub.exists():  # the wheel ships one per Python; the role copies the venv's in place
+        shutil.copy2(
+            home / "python_backend_stubs" / site.parent.name.removeprefix("python") / stub.name, stub
+        )
     libpython = subprocess.run(
         [str(venv / "bin" / "python3"), "-c", "import sysconfig; print(sysconfig.get_config_var('LIBDIR'))"],
         capture_output=True, text=True, check=True,
@@ -344,6 +350,7 @@ class Outcome:
     chunks: int  # chunks with text
     front: str
     error: str = ""
+    phase: int = 0  # which of the policy's rounds: ``at`` is from that phase's start
 
 
 def chat(port: int, arrival: Arrival, index: int) -> Outcome:
@@ -433,7 +440,11 @@ def by_load(outcomes: list[Outcome]) -> dict[str, dict[str, float]]:
     groups: dict[str, list[float]] = {}
     for o in outcomes:
         if o.kind == "short" and o.ttft_s is not None:
-            busy = sum(1 for g in longs if g.front == o.front and g.at <= o.at <= g.at + g.total_s)
+            busy = sum(
+                1
+                for g in longs
+                if (g.phase, g.front) == (o.phase, o.front) and g.at <= o.at <= g.at + g.total_s
+            )
             groups.setdefault(str(min(busy, 2)), []).append(o.ttft_s)
     return {
         load: {
@@ -546,6 +557,8 @@ def main() -> None:
                 for policy in order:
                     with haproxy(policy, instances, scratch) as entry:
                         found = run_phase(entry, arrivals)
+                    for outcome in found:
+                        outcome.phase = round_index
                     outcomes.setdefault(policy, []).extend(found)
                     print(f"round {round_index + 1}, {policy}: {len(found)} requests done", flush=True)
             for policy in POLICIES:
