@@ -26,7 +26,7 @@ every request and of the short ones, the requests each instance served, and the 
 / p99(roundrobin), goal <= 0.5.
 
 tritonserver: ``--tritonserver PATH`` or $TARN_TRITONSERVER (a wrapper that runs it, such as the
-triton_server role's), else ``tritonserver`` on PATH, else the ``nvidia-pytriton`` wheel's binary
+triton_server role's), else the ``nvidia-pytriton`` wheel's binary
 in ``--triton-venv`` (default build/triton-venv), wrapped here as the role's wrapper does it. That
 venv is made when it has no binary: ``python3.X -m venv`` and ``pip install`` of the triton_server
 role's pins (roles/triton_server/defaults/main.yml: Python, nvidia-pytriton and numpy versions),
@@ -141,12 +141,10 @@ def make_venv(venv: Path) -> None:
 
 
 def tritonserver(given: str | None, venv: Path, scratch: Path) -> str:
-    """The command that runs tritonserver: given, on PATH, or the wheel's binary wrapped (the
-    venv made first if it has none)."""
+    """The command that runs tritonserver: given, or the wheel's binary wrapped (the venv made
+    first if it has none): the role's pins, not whatever tritonserver a PATH holds."""
     if given:
         return given
-    if found := shutil.which("tritonserver"):
-        return found
     if not wheel_binaries(venv):
         make_venv(venv)
     binaries = wheel_binaries(venv)
