@@ -155,10 +155,11 @@ public class TritonURLManager implements URLManager {
   public synchronized void setURLs(List<String> given) {
     if (given != null && !given.isEmpty()) {
       configured = List.copyOf(given);
-      if (watcher == null || !watcher.snapshot().loaded) {
-        urls.clear();
-        urls.addAll(configured);
-      }
+      // Knox calls this after setConfig, whose first read of ZooKeeper may have listed no
+      // instance: the list must take the fallback now, not at ZooKeeper's next change.
+      urls.clear();
+      seen = -1;
+      sync();
     }
   }
 

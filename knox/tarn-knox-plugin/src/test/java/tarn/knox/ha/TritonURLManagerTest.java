@@ -82,6 +82,26 @@ class TritonURLManagerTest {
   }
 
   @Test
+  void topologyUrlsGivenAfterZooKeeperListedNoInstanceServeAtOnce() throws Exception {
+    // Knox's order (URLManagerLoader, then DefaultHaProvider.addHaService): setConfig, which reads
+    // ZooKeeper, then setURLs with the topology's URLs. At zero the activator must serve at once.
+    watcher = new InstanceWatcher(zk.getConnectString(), PATH, 10_000, 2_000, 30_000);
+    TritonURLManager m = new TritonURLManager();
+    m.use(watcher);
+    TritonURLManager fronts = new TritonURLManager();
+    fronts.servingOpenAI(true);
+    fronts.use(watcher);
+    assertEquals(List.of(), m.getURLs());
+    m.setURLs(List.of("http://127.0.0.1:8099"));
+    fronts.setURLs(List.of("http://127.0.0.1:8099"));
+    assertEquals(List.of("http://127.0.0.1:8099"), m.getURLs());
+    assertEquals(List.of("http://127.0.0.1:8099"), fronts.getURLs());
+    register("container_01", "10.0.0.1", 8000);
+    within(2_000, () -> m.getURLs().equals(List.of("http://10.0.0.1:8000")), "the instance instead");
+    assertEquals(List.of("http://127.0.0.1:8099"), fronts.getURLs()); // no front: still the activator
+  }
+
+  @Test
   void theOpenAIRoleFallsBackToTheActivatorWhenNoInstanceRunsAFront() throws Exception {
     TritonURLManager fronts = new TritonURLManager();
     fronts.servingOpenAI(true);
