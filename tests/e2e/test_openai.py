@@ -301,6 +301,12 @@ def test_a_client_that_goes_away_stops_its_generation_within_1_s(llm: Llm, throu
         return time.monotonic() if done and alone else None
 
     stop_s = wait_for(stopped, 10, "tiny_lm to count the generation cancelled", every=0.02) - gone
+    generated = model_metric(record, "tiny_lm_tokens_total")
+    time.sleep(1.0)
+    # Only the held stream still generates, a token each LONG_DELAY_S; the cancelled one would add
+    # a token each 0.1 s.
+    after = model_metric(record, "tiny_lm_tokens_total") - generated
+    assert after <= 1.0 / LONG_DELAY_S + 1, f"{after:.0f} tokens in the second after the cancel"
     entry = "Knox" if through_knox else "HAProxy"
     print(f"\nopenai: a client gone after 5 tokens through {entry}; tiny_lm stopped {stop_s:.3f} s later")
     assert stop_s <= 1.0
@@ -335,6 +341,11 @@ class Stream:
                     self.times.append(time.monotonic())
         except Exception as exc:  # what the client saw is the finding
             self.error = exc
+
+    @property
+    def span(self) -> float:
+        """Seconds from its first token to its last."""
+        return self.times[-1] - self.times[0] if self.times else 0.0
 
     def join(self, timeout: float) -> None:
         assert self.thread is not None
@@ -417,9 +428,7 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
     long.join(LONG_TOKENS * LONG_DELAY_S + 120)
     knox_long.join(LONG_TOKENS * LONG_DELAY_S + 120)
 
-    span = long.times[-1] - long.times[0] if long.times else 0.0
-    knox_span = knox_long.times[-1] - knox_long.times[0] if knox_long.times else 0.0
-    held_span = held.times[-1] - held.times[0] if held.times else 0.0
+    span, knox_span, held_span = long.span, knox_long.span, held.span
     print(
         f"\nopenai: held at zero, through Knox and the activator: {len(held.times)} events over"
         f" {held_span:.1f} s, ended by {held.error!r};"

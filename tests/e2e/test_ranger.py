@@ -32,6 +32,7 @@ from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
+from tests.support.chromium import ARTIFACTS, CHROMIUM
 from tests.support.lab import LAB_USER, podman_exec, wait_for
 from tests.support.lab_edge import ADMIN_NODE, ADMIN_URL, LabAdmin, fresh_lab_admin, register_with_the_role
 from tests.support.lab_service import CLUSTER, Service, tarn
@@ -39,7 +40,6 @@ from tests.support.ranger_admin import policy
 from tests.support.ranger_documents import write_xml
 from tests.support.ranger_harness import ACTIONS, USERS, harness_jar, ranger_decisions
 
-ARTIFACTS = ROOT / "build" / "test-artifacts"
 SERVICE = "tarn-e2e-ranger"
 RANGER_SERVICE = "triton_prod"
 POLL_S = 1.0
@@ -209,9 +209,7 @@ def test_each_user_sees_only_the_models_they_may_list(admin: LabAdmin, service: 
     ranger = ranger_decisions(harness_jar(), admin, MODELS)
     proxy = UserProxy(service.token, service.url)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    chromium = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                "--disable-background-networking", "--disable-component-update", "--no-first-run",
-                f"--proxy-server=http://{proxy.address}"]  # fmt: skip
+    chromium = [*CHROMIUM, f"--proxy-server=http://{proxy.address}"]
     env = {**os.environ, "HOME": str(ARTIFACTS)}
     try:
         for user in USERS:

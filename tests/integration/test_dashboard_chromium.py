@@ -17,12 +17,11 @@ import pytest
 from tarn.controller.server import Api, serve
 from tarn.stdlib.api_token import Secret
 from tarn.stdlib.openai.counters import Counters
+from tests.support.chromium import CHROMIUM
 from tests.support.controller import TOKEN, FrontScraper, Lab, make
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "build" / "artifacts"
-CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update"]  # fmt: skip
 
 
 @pytest.fixture

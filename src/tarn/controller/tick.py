@@ -520,9 +520,9 @@ def _track(
 
 
 def _counted_front(known: Tracked) -> FrontSample | None:
-    """What the front's next read is counted from: its last read; none yet, zero for an instance
-    this controller saw start (the activator's held requests may reach it before the first read
-    succeeds), and the first read itself, a baseline, for one adopted ready."""
+    """What the front's next read is counted from: its last read. Before the first read answers:
+    nothing counted for an instance this controller saw start (the activator's held requests may
+    reach it first), and None (the first read is the baseline) for one adopted already serving."""
     if known.front is None and known.seen_starting:
         return NOTHING_COUNTED
     return known.front
