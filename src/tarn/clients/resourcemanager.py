@@ -9,6 +9,7 @@ refuses API calls.
 from __future__ import annotations
 
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ import requests
 import requests.auth
 
 from tarn.errors import ClusterError
+from tarn.stdlib.hadoop_site import parse_properties
 
 JSON = dict[str, Any]
 # GET of a service answers 500 for a moment while YARN rewrites the service's JSON on HDFS (an
@@ -83,6 +85,16 @@ class ResourceManager:
     def nodes(self) -> list[JSON]:
         nodes = self._json("GET", "/ws/v1/cluster/nodes")["nodes"]
         return list(nodes["node"]) if nodes else []
+
+    def configuration(self) -> dict[str, str]:
+        """The RM's effective configuration, property → value (Hadoop's /conf servlet)."""
+        reply = self._request("GET", "/conf")
+        if reply.status_code != 200:
+            raise ClusterError(f"GET /conf answered {reply.status_code}: {_diagnostics(reply)}")
+        try:
+            return parse_properties(reply.content)
+        except ET.ParseError as exc:
+            raise ClusterError(f"GET /conf: not a Hadoop configuration ({exc})") from exc
 
     def app(self, app_id: str) -> JSON:
         app: JSON = self._json("GET", f"/ws/v1/cluster/apps/{app_id}")["app"]

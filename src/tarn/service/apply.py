@@ -8,6 +8,7 @@ from typing import Any
 
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.errors import ClusterError, ConfigError, TarnError
+from tarn.service.am_conf import am_conf_file, yarn_service_dir
 from tarn.service.artifacts import Desired, artifact_dir
 from tarn.service.cluster import Cluster
 from tarn.service.options import Options
@@ -112,11 +113,17 @@ def create(cluster: Cluster, desired: Desired) -> JSON:
             f"--service-name: service {name!r} already exists; use `tarn scale`, or `tarn destroy` it first"
         )
     check_gpus(cluster.rm, desired.config)
+    # Kerberos: the AM's own configuration, so that it outlives the submission's HDFS token
+    rm_conf = cluster.rm.configuration() if cluster.identity else None
     try:
         upload(cluster, desired)
+        if rm_conf is not None:
+            cluster.hdfs.write(*am_conf_file(rm_conf, desired.user, name), permission="644")
         return cluster.rm.create_service(desired.spec)
     except (TarnError, OSError):
         cluster.hdfs.delete(desired.directory, recursive=True)  # nothing half-deployed
+        if rm_conf is not None:
+            cluster.hdfs.delete(yarn_service_dir(rm_conf, desired.user, name), recursive=True)
         raise
 
 

@@ -11,7 +11,12 @@ def read_properties(path: Path) -> dict[str, str]:
     """name → value of a Hadoop *-site.xml; an absent file has no properties."""
     if not path.is_file():
         return {}
-    root = ET.parse(path).getroot()  # noqa: S314 - the cluster's own configuration files
+    return parse_properties(path.read_bytes())
+
+
+def parse_properties(data: bytes) -> dict[str, str]:
+    """name → value of a Hadoop configuration document (a *-site.xml, or a daemon's /conf page)."""
+    root = ET.fromstring(data)  # noqa: S314 - the cluster's own configuration
     return {
         name: prop.findtext("value") or ""
         for prop in root.iter("property")
@@ -32,3 +37,15 @@ def namenode_http_url(hdfs_site: Mapping[str, str]) -> str | None:
 def kerberos_enabled(core_site: Mapping[str, str]) -> bool:
     """Whether the cluster authenticates with Kerberos (core-site's hadoop.security.authentication)."""
     return core_site.get("hadoop.security.authentication", "simple").strip().lower() == "kerberos"
+
+
+def properties_xml(properties: Mapping[str, str]) -> bytes:
+    """A Hadoop *-site.xml holding ``properties`` (sorted, so the same input gives the same bytes)."""
+    root = ET.Element("configuration")
+    for name, value in sorted(properties.items()):
+        prop = ET.SubElement(root, "property")
+        ET.SubElement(prop, "name").text = name
+        ET.SubElement(prop, "value").text = value
+    ET.indent(root)
+    body: bytes = ET.tostring(root, encoding="utf-8")
+    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + body + b"\n"

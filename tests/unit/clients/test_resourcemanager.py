@@ -10,7 +10,7 @@ import pytest
 
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.errors import ClusterError
-from tests.support.loopback import QuietHandler, reply_json, serve, url
+from tests.support.loopback import QuietHandler, reply_json, reply_text, serve, url
 
 INFO = {"clusterInfo": {"haState": "ACTIVE", "state": "STARTED"}}
 
@@ -117,5 +117,44 @@ def test_a_service_read_while_yarn_rewrites_it_is_asked_again() -> None:
         answers.extend([(500, {"diagnostics": "broken"})] * 4)
         with pytest.raises(ClusterError, match="GET service svc answered 500: broken"):
             rm.service("svc")
+    finally:
+        server.shutdown()
+
+
+# Hadoop's /conf servlet answers XML whatever the client asks (what a Kerberized 3.4.2 RM sent).
+CONF_PAGE = (
+    '<?xml version="1.0" encoding="UTF-8" standalone="no"?><configuration>\n'
+    "<property><name>yarn.resource-types</name><value>yarn.io/gpu</value><final>false</final>"
+    "<source>resource-types.xml</source></property>\n"
+    "<property><name>hadoop.security.token.service.use_ip</name><value>true</value><final>false</final>"
+    "<source>core-default.xml</source></property>\n</configuration>"
+)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "problem"),
+    [
+        (200, CONF_PAGE, None),
+        (403, "denied", "GET /conf answered 403"),
+        (200, "<html>a proxy's page", "GET /conf: not a Hadoop configuration"),
+    ],
+)
+def test_the_rms_configuration(status: int, body: str, problem: str | None) -> None:
+    class Handler(QuietHandler):
+        def do_GET(self) -> None:
+            assert self.path.startswith("/conf")
+            reply_text(self, status, body)
+
+    server = serve(Handler)
+    try:
+        rm = ResourceManager([url(server)], user="tarn", timeout=2)
+        if problem is None:
+            assert rm.configuration() == {
+                "yarn.resource-types": "yarn.io/gpu",
+                "hadoop.security.token.service.use_ip": "true",
+            }
+        else:
+            with pytest.raises(ClusterError, match=problem):
+                rm.configuration()
     finally:
         server.shutdown()

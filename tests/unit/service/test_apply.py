@@ -1,11 +1,16 @@
-"""An instance's ranks share one node: a world larger than every NodeManager's GPUs is refused."""
+"""Carrying a plan out: an instance's ranks share one node (a world larger than every NodeManager's
+GPUs is refused); create uploads, then submits, and a refused submission leaves nothing behind."""
 
 from __future__ import annotations
 
 import pytest
 
-from tarn.service.apply import gpu_shortfall
+from tarn.errors import ClusterError
+from tarn.service.apply import create, gpu_shortfall
+from tarn.service.artifacts import Desired
+from tarn.service.cluster import Cluster
 from tarn.stdlib.config import TarnConfig, parse_config
+from tarn.stdlib.kerberos import KerberosIdentity
 
 
 def config(*argv: str) -> TarnConfig:
@@ -36,3 +41,80 @@ def test_gpu_shortfall(argv: tuple[str, ...], capacities: list[int], problem: st
         assert found.startswith(problem), found
         assert "lower" in found
         assert found.endswith("or add GPUs to a node")
+
+
+# ---- create: the files first, then the submission; a refused one leaves nothing behind
+
+
+class RecordingRM:
+    """The RM calls create() makes, with /conf as a secure RM's (a resource type, a base path)."""
+
+    def __init__(self, refuse: bool = False) -> None:
+        self.refuse = refuse
+        self.created: list[str] = []
+        self.conf_reads = 0
+
+    def service(self, name: str) -> None:
+        return None
+
+    def nodes(self) -> list[dict[str, object]]:
+        return []
+
+    def configuration(self) -> dict[str, str]:
+        self.conf_reads += 1
+        return {"yarn.resource-types": "yarn.io/gpu", "yarn.service.base.path": "/apps/ys"}
+
+    def create_service(self, spec: dict[str, object]) -> dict[str, object]:
+        if self.refuse:
+            raise ClusterError("POST /app/v1/services answered 400: refused")
+        self.created.append(str(spec["name"]))
+        return {}
+
+
+class MemoryHdfs:
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+
+    def mkdirs(self, path: str, permission: str = "755") -> None:
+        pass
+
+    def write(self, path: str, data: bytes, overwrite: bool = True, permission: str = "644") -> None:
+        self.files[path] = data
+
+    def delete(self, path: str, recursive: bool = False) -> bool:
+        gone = [p for p in self.files if p == path or p.startswith(path + "/")]
+        for item in gone:
+            del self.files[item]
+        return bool(gone)
+
+
+def desired() -> Desired:
+    cfg = config("--service-name", "demo")
+    return Desired(config=cfg, user="tarn", spec={"name": "demo"}, uploads={"/user/tarn/.tarn/demo/x": b"x"})
+
+
+AM_CONF = "/apps/ys/services/demo/conf/resource-types.xml"
+
+
+def test_a_secure_service_gets_the_ams_configuration_before_it_is_submitted() -> None:
+    rm, hdfs = RecordingRM(), MemoryHdfs()
+    cluster = Cluster(rm=rm, hdfs=hdfs, user="tarn", identity=KerberosIdentity("tarn@TARN.LAB"))  # type: ignore[arg-type]
+    create(cluster, desired())
+    assert rm.created == ["demo"]
+    assert set(hdfs.files) == {"/user/tarn/.tarn/demo/x", AM_CONF}
+    assert b"<name>hadoop.security.token.service.use_ip</name>" in hdfs.files[AM_CONF]
+
+
+def test_a_refused_secure_submission_removes_the_ams_configuration_too() -> None:
+    rm, hdfs = RecordingRM(refuse=True), MemoryHdfs()
+    cluster = Cluster(rm=rm, hdfs=hdfs, user="tarn", identity=KerberosIdentity("tarn@TARN.LAB"))  # type: ignore[arg-type]
+    with pytest.raises(ClusterError, match="refused"):
+        create(cluster, desired())
+    assert hdfs.files == {}
+
+
+def test_simple_authentication_writes_no_am_configuration() -> None:
+    rm, hdfs = RecordingRM(), MemoryHdfs()
+    create(Cluster(rm=rm, hdfs=hdfs, user="tarn"), desired())  # type: ignore[arg-type]
+    assert rm.conf_reads == 0
+    assert set(hdfs.files) == {"/user/tarn/.tarn/demo/x"}
