@@ -125,7 +125,7 @@ sanity: deps $(ANSIBLE_TEST_GET_PIP)
 		ansible-test sanity --python 3.11 --color no
 
 unit: deps
-	pytest tests/unit
+	pytest -n 2 tests/unit
 
 integration: deps $(BUILD)/ranger-harness/ranger-harness.jar
 	pytest tests/integration

@@ -31,7 +31,7 @@ from tarn.stdlib.launcher.main import (
     parse_args,
 )
 from tarn.stdlib.launcher.supervise import restart_delay
-from tests.unit.stdlib.launcher.test_supervise import alive
+from tests.unit.stdlib.launcher.test_supervise import alive, free_ports
 
 
 def launcher_args(*extra: str) -> argparse.Namespace:
@@ -158,10 +158,9 @@ STANDIN = textwrap.dedent(
     time.sleep(600)
     """
 )
-FRONT_PORT = 39421
 
 
-def front_health(port: int = FRONT_PORT) -> tuple[int, str] | None:
+def front_health(port: int) -> tuple[int, str] | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as reply:
             return reply.status, json.loads(reply.read())["status"]
@@ -169,7 +168,7 @@ def front_health(port: int = FRONT_PORT) -> tuple[int, str] | None:
         return None
 
 
-def front_pid(port: int = FRONT_PORT) -> int | None:
+def front_pid(port: int) -> int | None:
     """The pid listening on ``port``, from /proc (the front's; no ss or lsof needed)."""
     inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -199,36 +198,38 @@ def wait_for(check: object, what: str, timeout: float = 20.0) -> object:
     raise AssertionError(f"not within {timeout} s: {what}")
 
 
-def start_launcher(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_launcher(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int, int]:
+    """The launcher, its stand-in Triton's pid and its front's port."""
     standin = tmp_path / "tritonserver"
     standin.write_text(f"#!{sys.executable}\n{STANDIN}")
     standin.chmod(0o755)
     (tmp_path / "models").mkdir()
     pids = tmp_path / "pids"
     argv = ["--model-repository", str(tmp_path / "models"), "--tritonserver", str(standin)]
-    argv += ["--port", "39411", "--grpc-port", "39412", "--metrics-port", "39413"]
-    argv += ["--address", "127.0.0.1", "--openai-port", str(FRONT_PORT)]
+    http, grpc, metrics, port = free_ports(4)
+    argv += ["--port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)]
+    argv += ["--address", "127.0.0.1", "--openai-port", str(port)]
     code = f"import sys; from tarn.stdlib.launcher.main import main; sys.exit(main({argv!r}))"
     env = {**os.environ, "STANDIN_PIDS": str(pids)}
     launcher = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, env=env)
     wait_for(pids.exists, "the stand-in tritonserver starts")
-    wait_for(front_health, "the front answers /health")
-    return launcher, int(pids.read_text())
+    wait_for(lambda: front_health(port), "the front answers /health")
+    return launcher, int(pids.read_text()), port
 
 
 def test_the_front_serves_beside_triton_is_restarted_and_stops_with_it(tmp_path: Path) -> None:
-    launcher, triton = start_launcher(tmp_path)
+    launcher, triton, port = start_launcher(tmp_path)
     front = None
     try:
-        assert front_health() == (200, "ok")
-        front = front_pid()
+        assert front_health(port) == (200, "ok")
+        front = front_pid(port)
         assert front is not None
         assert os.getpgid(front) == os.getpgid(launcher.pid)  # the container's group: swept with it
         os.kill(front, signal.SIGKILL)
-        wait_for(lambda: front_pid() not in (None, front), "the front starts again")
-        assert front_health() == (200, "ok")
+        wait_for(lambda: front_pid(port) not in (None, front), "the front starts again")
+        assert front_health(port) == (200, "ok")
         assert alive(triton)  # /v2 never stopped for it
-        front = front_pid()
+        front = front_pid(port)
         launcher.send_signal(signal.SIGTERM)  # YARN's stop: to the launcher alone
         assert launcher.wait(timeout=20) == 0  # Triton's own status after its graceful exit
         assert front is not None
@@ -242,14 +243,14 @@ def test_the_front_serves_beside_triton_is_restarted_and_stops_with_it(tmp_path:
 
 
 def test_a_dead_triton_takes_its_front_with_it(tmp_path: Path) -> None:
-    launcher, triton = start_launcher(tmp_path)
-    front = front_pid()
+    launcher, triton, port = start_launcher(tmp_path)
+    front = front_pid(port)
     try:
         os.kill(triton, signal.SIGKILL)
         assert launcher.wait(timeout=20) == 137
         assert front is not None
         assert not alive(front)
-        assert front_health() is None
+        assert front_health(port) is None
     finally:
         launcher.kill()
         if front is not None and alive(front):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -80,6 +81,19 @@ STANDIN = textwrap.dedent(
 )
 
 
+def free_ports(count: int) -> list[int]:
+    """Ports nothing listens on now, distinct, from the kernel: no fixed port that a test running
+    beside this one (pytest -n) or any other process could hold."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
@@ -96,7 +110,8 @@ def start_launcher(tmp_path: Path) -> tuple[subprocess.Popen[bytes], list[int]]:
     (tmp_path / "models").mkdir()
     pids_file = tmp_path / "pids"
     argv = ["--model-repository", str(tmp_path / "models"), "--tritonserver", str(standin)]
-    argv += ["--port", "39411", "--grpc-port", "39412", "--metrics-port", "39413"]
+    http, grpc, metrics = free_ports(3)
+    argv += ["--port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)]
     code = f"import sys; from tarn.stdlib.launcher.main import main; sys.exit(main({argv!r}))"
     env = {**os.environ, "STANDIN_PIDS": str(pids_file)}
     launcher = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, env=env)
