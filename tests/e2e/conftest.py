@@ -13,6 +13,7 @@ from tests.support.lab import LAB_MASTER, LAB_USER
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The chaos suite goes last: it restarts the cluster's daemons under the other tests' feet.
     Tests marked ``before_chaos`` read what the others left (the daemons' logs) just before it.
+    Tests marked ``suite_start`` go first: what they start lives through the suite (test_tokens).
     Tests marked ``docker_lab`` are deselected (reported as such, never as passed) on a lab
     without YARN's Docker runtime."""
     if not lab_client.docker():
@@ -22,6 +23,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             items[:] = [item for item in items if item not in deselected]
 
     def order(item: pytest.Item) -> int:
+        if item.get_closest_marker("suite_start"):
+            return -1
         if item.get_closest_marker("before_chaos"):
             return 1
         return 2 if item.path.name == "test_chaos.py" else 0

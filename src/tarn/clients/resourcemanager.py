@@ -100,6 +100,11 @@ class ResourceManager:
         app: JSON = self._json("GET", f"/ws/v1/cluster/apps/{app_id}")["app"]
         return app
 
+    def app_attempts(self, app_id: str) -> list[JSON]:
+        """The application's attempts, oldest first (an AM that died is followed by a new one)."""
+        found = self._json("GET", f"/ws/v1/cluster/apps/{app_id}/appattempts")["appAttempts"]
+        return list(found["appAttempt"]) if found else []
+
     # ---- YARN services
     def create_service(self, spec: JSON) -> JSON:
         return self._json("POST", "/app/v1/services", spec, ok=(200, 202))

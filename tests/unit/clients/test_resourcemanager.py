@@ -158,3 +158,19 @@ def test_the_rms_configuration(status: int, body: str, problem: str | None) -> N
                 rm.configuration()
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("body", "ids"),
+    [
+        ({"appAttempts": {"appAttempt": [{"id": 1, "appAttemptState": "FAILED"}, {"id": 2}]}}, [1, 2]),
+        ({"appAttempts": None}, []),  # an application the RM has not started yet
+    ],
+)
+def test_an_applications_attempts(body: Mapping[str, object], ids: list[int]) -> None:
+    server = serve_json(200, body)
+    try:
+        attempts = ResourceManager([url(server)], user="tarn", timeout=2).app_attempts("application_1_0001")
+        assert [a["id"] for a in attempts] == ids
+    finally:
+        server.shutdown()
