@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tarn.errors import ClusterError
+from tests.support.memory_hdfs import MemoryHdfs as FakeHdfs  # the modules' tests import it from here
 
 ROOT = Path(__file__).resolve().parents[3]
 COLLECTIONS = ROOT / "build" / "collections"
@@ -113,23 +114,6 @@ class FakeRM:
                 item["number_of_containers"] = before["number_of_containers"]
                 item["containers"] = before["containers"]
             self.services[name] = upgraded
-
-
-class FakeHdfs:
-    def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
-
-    def mkdirs(self, path: str, permission: str = "755") -> None:
-        pass
-
-    def write(self, path: str, data: bytes, overwrite: bool = True, permission: str = "644") -> None:
-        self.files[path] = data
-
-    def delete(self, path: str, recursive: bool = False) -> bool:
-        gone = [p for p in self.files if p == path or p.startswith(path + "/")]
-        for item in gone:
-            del self.files[item]
-        return bool(gone)
 
 
 def containers(component: str, count: int) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from tarn.service.artifacts import Desired
 from tarn.service.cluster import Cluster
 from tarn.stdlib.config import TarnConfig, parse_config
 from tarn.stdlib.kerberos import KerberosIdentity
+from tests.support.memory_hdfs import MemoryHdfs
 
 
 def config(*argv: str) -> TarnConfig:
@@ -69,23 +70,6 @@ class RecordingRM:
             raise ClusterError("POST /app/v1/services answered 400: refused")
         self.created.append(str(spec["name"]))
         return {}
-
-
-class MemoryHdfs:
-    def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
-
-    def mkdirs(self, path: str, permission: str = "755") -> None:
-        pass
-
-    def write(self, path: str, data: bytes, overwrite: bool = True, permission: str = "644") -> None:
-        self.files[path] = data
-
-    def delete(self, path: str, recursive: bool = False) -> bool:
-        gone = [p for p in self.files if p == path or p.startswith(path + "/")]
-        for item in gone:
-            del self.files[item]
-        return bool(gone)
 
 
 def desired() -> Desired:
