@@ -93,8 +93,31 @@ def poll(read: Callable[[], JSON | None], test: Predicate, what: str, options: O
 
 
 def until(rm: ResourceManager, name: str, test: Predicate, what: str, options: Options) -> JSON:
-    """The service once ``test`` holds for it; ClusterError after ``options.timeout``."""
-    return poll(lambda: rm.service(name), test, what, options)
+    """The service once ``test`` holds for it; ClusterError after ``options.timeout``, or at once
+    when YARN has given the service up (FAILED: its AM failed every attempt), with YARN's reason."""
+
+    def read() -> JSON | None:
+        service = rm.service(name)
+        if service is not None and service.get("state") == "FAILED" and not test(service):
+            raise ClusterError(f"service {name} FAILED while waiting for {what}: {failure(rm, service)}")
+        return service
+
+    return poll(read, test, what, options)
+
+
+def failure(rm: ResourceManager, service: JSON) -> str:
+    """The RM's diagnostics of a failed service's application (the AM's exit and where its logs are)."""
+    app_id = service.get("id")
+    if not app_id:
+        return "YARN gives no reason"
+    try:
+        diagnostics = str(rm.app(str(app_id)).get("diagnostics") or "YARN gives no reason")
+    except ClusterError as exc:
+        return f"its application {app_id} could not be read ({exc})"
+    return f"{app_id}: {' '.join(diagnostics.split())[:FAILURE_CHARS]}"
+
+
+FAILURE_CHARS = 800  # the RM's diagnostics repeat the AM's stderr; the start says what failed
 
 
 def wait_ready(rm: ResourceManager, name: str, count: int, options: Options) -> JSON:
