@@ -73,9 +73,10 @@ class Tracked:
     was_ready: bool = False
     unready_since: float | None = None  # first seen, or seen to stop answering ready; None: ready
     front: FrontSample | None = None  # the OpenAI front's last counters read
-    # First seen before it answered ready: all its front counted happened in this controller's
-    # time, so the front's first read counts whole (an instance adopted ready is a baseline).
+    # First seen before it answered ready: all its Triton and front counted happened in this
+    # controller's time, so their first reads count whole (an instance adopted ready is a baseline).
     seen_starting: bool = False
+    first_seen: float = 0.0
 
     @property
     def models_known(self) -> bool:
@@ -503,10 +504,10 @@ def _track(
         scrape = scrapes[c.container_id]
         known = before.get(c.container_id)
         if known is None:
-            known = Tracked(last_activity=now, seen_starting=not scrape.ready)
+            known = Tracked(last_activity=now, seen_starting=not scrape.ready, first_seen=now)
         if scrape.sample is not None:
             loads[c.container_id] = instance_load(known.sample, scrape.sample, concurrency)
-            deltas.append(model_deltas(known.sample, scrape.sample))
+            deltas.append(model_deltas(_counted_sample(known), scrape.sample))
             active = _active(known.sample, scrape.sample)
             known = replace(known, sample=scrape.sample, last_activity=now if active else known.last_activity)
         if scrape.models is not None:
@@ -517,6 +518,15 @@ def _track(
         since = None if scrape.ready else known.unready_since if known.unready_since is not None else now
         tracked[c.container_id] = replace(known, unready_since=since)
     return tracked, loads, deltas, fronts
+
+
+def _counted_sample(known: Tracked) -> TritonSample | None:
+    """What the models' next counters are counted from, as for the front (below): nothing counted,
+    as of the first sight, for an instance this controller saw start (the requests the activator
+    held reach it before the first scrape that answers); None (a baseline) for one adopted."""
+    if known.sample is None and known.seen_starting:
+        return TritonSample(at=known.first_seen)
+    return known.sample
 
 
 def _counted_front(known: Tracked) -> FrontSample | None:

@@ -19,7 +19,7 @@ from tarn.controller.drain import Drain, DrainPolicy, Request
 from tarn.controller.fronts import FrontSample
 from tarn.controller.memory import Memory, ScalingEvent, encode
 from tarn.controller.observe import UNREPORTED, UNREPORTED_GRACE_S, Container, Scrape
-from tarn.controller.signals import Load, TritonSample
+from tarn.controller.signals import Load, ModelCounters, TritonSample
 from tarn.controller.snapshot import Snapshot
 from tarn.controller.tick import (
     MODELS_REFRESH_S,
@@ -616,3 +616,35 @@ def test_a_front_the_controller_saw_start_counts_from_zero_even_when_its_first_r
 def test_a_front_adopted_already_serving_is_a_baseline() -> None:
     # After a restart of the controller: what the front counted before is not counted again.
     assert front_reads(True, 1000.0, 1004.0) == [{}, {TOKENS: 4.0}]
+
+
+def model_reads(first_ready: bool, *reads: float | None) -> list[dict[str, float]]:
+    """Model m's requests counted per tick (None: Triton's metrics did not answer), one instance,
+    first seen ready (adopted) or starting; each tick one second after the last."""
+    c = container(0)
+    state = TickState(ScalerState(last_change_at=0.0))
+    ticks = [] if first_ready else [Scrape(False, None, None)]
+    ticks += [
+        Scrape(
+            True,
+            None if ok is None else TritonSample(NOW + len(ticks) + n, models=(("m", ModelCounters(ok)),)),
+            ("m",),
+        )
+        for n, ok in enumerate(reads)
+    ]
+    counted: list[dict[str, float]] = []
+    for n, scrape in enumerate(ticks):
+        plan = plan_tick(state, Observed(1.7e9, "STABLE", 1, (c,), {"c-0": scrape}), (), NOW + n, POLICY)
+        state = plan.state
+        counted += [{m: d.ok for m, d in deltas.items()} for deltas in plan.events.model_deltas] or [{}]
+    return counted
+
+
+def test_an_instance_the_controller_saw_start_counts_its_models_from_zero() -> None:
+    # A scale from zero: the held burst (30 requests) is served before the first scrape answers.
+    assert model_reads(False, None, 30.0, 32.0) == [{}, {}, {"m": 30.0}, {"m": 2.0}]
+
+
+def test_an_instance_adopted_already_serving_is_a_baseline_for_its_models() -> None:
+    # After a restart of the controller: what Triton counted before is not counted again.
+    assert model_reads(True, 1000.0, 1003.0) == [{}, {"m": 3.0}]
