@@ -14,9 +14,11 @@ just before the chaos suite; alone, the file waits out the two lifetimes (about 
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +31,10 @@ from tarn.stdlib.hadoop_site import parse_properties
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
 from tests.support.lab import LAB_MASTER, LAB_USER, podman_exec, wait_for
-from tests.support.lab_service import CLUSTER, tarn
+from tests.support.lab_edge import ADMIN_NODE, ADMIN_URL, fresh_lab_admin, register_with_the_role
+from tests.support.lab_service import CLUSTER, Service, tarn
+from tests.support.ranger_admin import policy
+from tests.support.ranger_documents import write_xml
 
 pytestmark = pytest.mark.skipif(not lab_client.secure(), reason="tokens exist on the secure lab only")
 
@@ -37,6 +42,15 @@ SERVICE = "tarn-e2e-tokens"
 PORT, AM_PORT = 8760, 8895
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-tokens-models"
 ZK_PATH = "/tarn-e2e-tokens"  # not the edge's: test_scale_to_zero wants its service alone there
+RANGER_SERVICE = "triton_tokens"  # its own, in the edge's stand-in Admin (test_ranger resets it later:
+# the controller keeps the policies it holds while Admin fails it, docs/ranger.md)
+POLICIES = [
+    {
+        **policy("alice-infers-add-one", ["add_one"], allow=[(["alice"], (), ["infer"])]),
+        "service": RANGER_SERVICE,
+    }
+]
+AUDIT_DIR = f"/user/{LAB_USER}/e2e-tokens-audit"
 TOKEN = secrets.token_urlsafe(16)
 SUBMITTED_AT: dict[str, float] = {}  # the suite's start test leaves its time here for the end tests
 
@@ -62,9 +76,21 @@ def am_attempt(rm: ResourceManager) -> dict[str, Any]:
 
 
 @pytest.mark.suite_start
-def test_a_long_lived_service_is_submitted(rm: ResourceManager, hdfs: WebHdfsClient) -> None:
+def test_a_long_lived_service_is_submitted(rm: ResourceManager, hdfs: WebHdfsClient, tmp_path: Path) -> None:
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
     hdfs.delete(MODELS_ON_HDFS, recursive=True)
+    hdfs.delete(AUDIT_DIR, recursive=True)
+    fresh_lab_admin(tmp_path)
+    assert register_with_the_role(tmp_path, RANGER_SERVICE, POLICIES) == 1
+    write_xml(tmp_path, {
+        "ranger.plugin.triton.service.name": RANGER_SERVICE,
+        "ranger.plugin.triton.policy.rest.url": ADMIN_URL,
+        "ranger.plugin.triton.policy.pollIntervalMs": "5000",
+    })  # fmt: skip
+    write_xml(tmp_path, {
+        "xasecure.audit.destination.hdfs": "true",
+        "xasecure.audit.destination.hdfs.dir": f"hdfs://{AUDIT_DIR}",
+    }, name="ranger-triton-audit.xml")  # fmt: skip
     hdfs.upload_tree(ROOT / "examples" / "model_repository" / "add_one", f"{MODELS_ON_HDFS}/add_one")
     # At zero between the two ends (the AM and the controller only), so that it takes nothing the
     # suite's other services need; idle for two hours before the controller would remove anything.
@@ -74,11 +100,13 @@ def test_a_long_lived_service_is_submitted(rm: ResourceManager, hdfs: WebHdfsCli
         "--metrics-port", str(PORT + 2), "--am-port", str(AM_PORT), "--min-instances", "0",
         "--max-instances", "1", "--scale-to-zero-after", "7200", "--tick-seconds", "2",
         "--gpus-per-instance", "0", "--memory-mb", "768", "--vcores", "1", "--controller-memory-mb", "512",
-        "--zk-ensemble", f"{LAB_MASTER}:2181", "--zk-path", ZK_PATH, *CLUSTER, token=TOKEN, timeout=600,
+        "--zk-ensemble", f"{LAB_MASTER}:2181", "--zk-path", ZK_PATH, "-rs", RANGER_SERVICE,
+        "--ranger-conf-dir", str(tmp_path), "--ranger-audit", *CLUSTER, token=TOKEN, timeout=600,
     )  # fmt: skip
     assert submitted.returncode == 0, submitted.stderr
     SUBMITTED_AT["t"] = time.time()
-    wait_for(lambda: am_attempt(rm).get("appAttemptState") == "RUNNING", 300, "the service's AM")
+    service = Service(rm, TOKEN, SERVICE)
+    wait_for(lambda: _policies_loaded(service), 300, "the controller with its Ranger policies")
 
 
 @pytest.fixture(scope="module")
@@ -136,13 +164,23 @@ def test_after_two_token_lifetimes_the_am_launches_instances_with_a_new_model_ve
     (instance,) = scale_to(rm, 1)
     assert infer_version_2(instance) == [3.0, 4.0], "version 2, staged from HDFS, adds two"
     print(f"[tokens] scaled 0 -> 1 at {lived:.0f} s: {instance['component_instance_name']} serves version 2")
+    service = Service(rm, TOKEN, SERVICE)
+    written = service.metric("tarn_ranger_audit_events_written_total")
+    assert service.authorize("alice", "add_one", "infer"), "the policies downloaded at the start still hold"
+    wait_for(
+        lambda: service.metric("tarn_ranger_audit_events_written_total") > written,
+        60,
+        "the audit event's write",
+    )
+    assert ("alice", "add_one", "infer") in _audited(hdfs), f"alice's decision in the audit under {AUDIT_DIR}"
+    print(f"[tokens] Ranger's audit of alice's decision on HDFS at {time.time() - SUBMITTED_AT['t']:.0f} s")
     scale_to(rm, 0)
 
 
 @pytest.mark.before_chaos
 def test_a_new_am_attempt_after_the_tokens_lapsed_launches_instances(rm: ResourceManager) -> None:
     before = am_attempt(rm)
-    worker = str(before["nodeId"]).split(":")[0]
+    worker = str(before["nodeId"]).split(":", maxsplit=1)[0]
     podman_exec(worker, "pkill", "-KILL", "-f", f"ServiceMaster.*{SERVICE}", check=True)
 
     def next_attempt() -> bool:
@@ -158,6 +196,21 @@ def test_a_new_am_attempt_after_the_tokens_lapsed_launches_instances(rm: Resourc
     _print_token_events(str((rm.service(SERVICE) or {})["id"]))
     done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
     assert done.returncode == 0, done.stderr
+    podman_exec(ADMIN_NODE, "pkill", "-f", "ranger_admin.py")  # when test_ranger did not run since
+
+
+def _policies_loaded(service: Service) -> bool:
+    try:
+        return bool(service.metric("tarn_ranger_policies_loaded"))
+    except (requests.RequestException, ValueError, KeyError, AssertionError):
+        return False
+
+
+def _audited(hdfs: WebHdfsClient) -> set[tuple[str, str, str]]:
+    """(user, model, action) of every event in the audit files (Ranger's path for app type tarn)."""
+    files = [f for f in hdfs.walk(f"{AUDIT_DIR}/tarn", missing_ok=True) if "tarn_ranger_audit_" in f.path]
+    events = [json.loads(line) for f in files for line in hdfs.read_bytes(f.path).decode().splitlines()]
+    return {(e["reqUser"], e["resource"], e["action"]) for e in events}
 
 
 def _print_token_events(app_id: str) -> None:

@@ -51,6 +51,6 @@ def test_the_same_configuration_gives_the_same_bytes() -> None:
 
 
 def test_a_cluster_without_resource_types_still_gets_the_setting(tmp_path: Path) -> None:
-    _, data = am_conf_file({}, "tarn", "demo")
+    data = am_conf_file({}, "tarn", "demo")[1]
     (tmp_path / "r.xml").write_bytes(data)
     assert read_properties(tmp_path / "r.xml") == {USE_IP: "false"}

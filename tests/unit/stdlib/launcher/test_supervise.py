@@ -84,7 +84,7 @@ STANDIN = textwrap.dedent(
 def free_ports(count: int) -> list[int]:
     """Ports nothing listens on now, distinct, from the kernel: no fixed port that a test running
     beside this one (pytest -n) or any other process could hold."""
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _sock in range(count)]
     try:
         for sock in socks:
             sock.bind(("127.0.0.1", 0))
