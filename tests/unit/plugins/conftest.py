@@ -12,13 +12,16 @@ from typing import Any
 import pytest
 
 from tarn.errors import ClusterError
-from tests.support.memory_hdfs import MemoryHdfs as FakeHdfs  # the modules' tests import it from here
+from tests.support.memory_hdfs import MemoryHdfs
 
 ROOT = Path(__file__).resolve().parents[3]
 COLLECTIONS = ROOT / "build" / "collections"
 if not (COLLECTIONS / "ansible_collections" / "tarn" / "yarn").exists():
     pytest.fail(f"{COLLECTIONS}/ansible_collections/tarn/yarn is missing: run make deps", pytrace=False)
 sys.path.insert(0, str(COLLECTIONS))
+
+
+FakeHdfs = MemoryHdfs  # the modules' tests import it from here
 
 
 class Exit(Exception):
