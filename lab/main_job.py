@@ -23,6 +23,8 @@ from kazoo.client import KazooClient
 from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.errors import TarnError
+from tarn.service.options import Options
+from tarn.service.wait import wait_ready
 from tarn.stdlib.webhdfs import WebHdfsClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,13 +79,10 @@ def submit() -> None:
 
 
 def ready_hosts(rm: ResourceManager, timeout: float = 300) -> list[str]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        rows = instances_of(rm.service(SERVICE) or {})
-        if len(rows) == 2 and all(r["state"] == "READY" for r in rows):
-            return sorted(str(r["host"]) for r in rows)
-        time.sleep(3)
-    raise TarnError(f"service {SERVICE}: Triton instances not READY after {timeout:.0f}s")
+    """The hosts of the two Triton instances once they and the controller are READY (TARN's own
+    wait: a service whose AM failed stops it at once, with YARN's reason)."""
+    service = wait_ready(rm, SERVICE, 2, Options(timeout=timeout, poll=3))
+    return sorted(str(r["host"]) for r in instances_of(service) if r["state"] == "READY")
 
 
 def infer(hosts: list[str]) -> None:

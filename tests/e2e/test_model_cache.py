@@ -73,7 +73,7 @@ def both_ready(rm: ResourceManager, name: str) -> Callable[[], list[dict[str, An
 @pytest.fixture(scope="module")
 def services(rm: ResourceManager, hdfs: WebHdfsClient) -> Iterator[dict[str, list[dict[str, Any]]]]:
     """Each service up (2 instances, one per worker), checked to serve, then destroyed before the
-    next one starts: the lab's 8 vcores hold one such service at a time."""
+    next one starts, so that the two never compete for the lab's vcores."""
     for name in SERVICES:
         tarn("destroy", "--service-name", name, "--user", LAB_USER, *CLUSTER)
     hdfs.upload_tree(MODELS, MODELS_ON_HDFS)
