@@ -4,6 +4,7 @@
 ``cluster``       :func:`connect`: the RM (every URL, for HA) and WebHDFS of one user
 ``artifacts``     :func:`desired_service`: the spec and the files a config asks for (zipapps, token)
 ``docker_policy`` a Docker spec checked against the NodeManagers' container-executor.cfg (pure)
+``am_conf``       the service AM's resource-types.xml on a Kerberized cluster (pure): its HDFS token unused
 ``plan``          :func:`plan`: desired state vs the RM's service JSON → what to do (pure)
 ``apply``         :func:`apply`: carries a plan out (create, upgrade, flex, start, stop, destroy)
 ``scale``         :func:`plan_scale` (pure) and :func:`scale`: the instance count and its bounds
