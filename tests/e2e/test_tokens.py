@@ -3,10 +3,11 @@ live minutes (2 between renewals, 5 at most: inventories/lab), a service submitt
 starts is used when it ends, at least two maximum lifetimes later.
 
 Its AM then launches instances again (scaled from zero: an instance that stages a new model version
-from HDFS), before and after the AM is killed: YARN's service AM kept the submission's HDFS token
-and failed every launch once the RM had replaced it, a new attempt too (docs/kerberos.md), until
-TARN gave the AM a configuration that leaves that token unused (tarn.service.am_conf). The test
-prints when the RM renewed each of the service's tokens and when it obtained new ones.
+from HDFS), before and after the AM is killed, and its controller writes Ranger's audit to HDFS.
+YARN's service AM kept the submission's HDFS token and failed every launch once the RM had
+replaced it, a new attempt too (docs/kerberos.md), until TARN gave the AM a configuration that
+leaves that token unused (tarn.service.am_conf). The test prints when the RM renewed each of the
+service's tokens and when it obtained new ones.
 
 ``test_a_long_lived_service_is_submitted`` runs first in the suite (marker ``suite_start``), the rest
 just before the chaos suite; alone, the file waits out the two lifetimes (about 11 minutes).
