@@ -27,7 +27,8 @@ import requests
 
 from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
-from tarn.spec import container_host
+from tarn.service.wait import containers
+from tarn.spec import TRITON, container_host, triton_count
 from tarn.stdlib.hadoop_site import parse_properties
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
@@ -60,13 +61,6 @@ def max_lifetime_s() -> float:
     """The NameNode's dfs.namenode.delegation.token.max-lifetime, in seconds."""
     site = podman_exec(LAB_MASTER, "cat", "/etc/hadoop/conf.namenode/hdfs-site.xml", check=True).stdout
     return int(parse_properties(site.encode())["dfs.namenode.delegation.token.max-lifetime"]) / 1000
-
-
-def triton_containers(rm: ResourceManager) -> tuple[int, list[dict[str, Any]]]:
-    """The Triton component's number_of_containers and its containers."""
-    service = rm.service(SERVICE) or {}
-    component: dict[str, Any] = next((c for c in service.get("components", []) if c["name"] == "triton"), {})
-    return int(component.get("number_of_containers", -1)), list(component.get("containers") or [])
 
 
 def am_attempt(rm: ResourceManager) -> dict[str, Any]:
@@ -136,15 +130,13 @@ def scale_to(rm: ResourceManager, count: int) -> list[dict[str, Any]]:
     assert done.returncode == 0, done.stderr
 
     def settled() -> bool:
-        target, containers = triton_containers(rm)
-        return (
-            target == count
-            and len(containers) == count
-            and all(c.get("state") == "READY" for c in containers)
-        )
+        service = rm.service(SERVICE) or {}
+        triton = containers(service, TRITON)
+        ready = [c for c in triton if c.get("state") == "READY"]
+        return triton_count(service) == len(triton) == len(ready) == count
 
     wait_for(settled, 300, f"{count} READY instance(s) of {SERVICE}, and no other")
-    return triton_containers(rm)[1]
+    return containers(rm.service(SERVICE) or {}, TRITON)
 
 
 def infer_version_2(container: dict[str, Any]) -> list[float]:
