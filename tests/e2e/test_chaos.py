@@ -39,6 +39,7 @@ from tests.support.lab import (
     LAB_MASTER,
     LAB_USER,
     WORKERS,
+    container,
     left_behind,
     podman_exec,
     restart_zookeeper,
@@ -230,18 +231,58 @@ def nodemanager_back(worker: str) -> bool:
         return False
 
 
+# Run in each worker before the kill, given the killed pid and the port (the pattern is built inside,
+# so that it cannot match this shell's own command line). Stops the killed Triton's successor (same
+# port, another pid) within ~10 ms of its exec, long before it has loaded its models and listens,
+# and says whether its port was listening already (then the fault came late: requests hang in it).
+# Polling with `podman exec pgrep` from the test once stopped a Triton that had served for a moment:
+# four requests stuck in it until its replacement (the official CI at stop 42, docs/ci.md).
+STOP_SUCCESSOR = r"""
+old=$1 pattern="bin/tritonserver.*--http-port=$2 " port=$(printf '%04X' "$2") end=$(( $(date +%s) + 120 ))
+echo watching
+while [ "$(date +%s)" -lt "$end" ]; do
+  for pid in $(pgrep -f "$pattern"); do
+    [ "$pid" = "$old" ] && continue
+    kill -STOP "$pid" 2>/dev/null || continue
+    if awk -v port=":$port" '$4 == "0A" && substr($2, length($2) - 4) == port { found = 1 }
+        END { exit !found }' /proc/net/tcp /proc/net/tcp6; then state=listening; else state=starting; fi
+    echo "$pid $state"
+    exit 0
+  done
+  sleep 0.01
+done
+exit 1
+"""
+WATCHER = "tarn-chaos-stop-successor"  # the watchers' $0, by which the losers are ended
+
+
 def hang_a_starting_triton() -> None:
-    """kill -9 one instance; as soon as YARN has started its successor's tritonserver, SIGSTOP it:
+    """kill -9 one instance and SIGSTOP its successor as soon as YARN has exec'd its tritonserver:
     a Triton that never answers ready (as one whose model never loads). It never serves, so no
     request can be lost to it; the controller replaces it after --replace-unready-after."""
     _worker, pid, port = tritons()[0]
-    kill(f"bin/tritonserver.*--http-port={port} ")
-
-    def successor() -> tuple[str, int] | None:
-        return next(((w, p) for w, p, q in tritons() if q == port and p != pid), None)
-
-    worker, new = wait_for(successor, 120, "YARN's relaunch of the killed instance", every=0.1)
-    podman_exec(worker, "kill", "-STOP", str(new), check=True)
+    watchers = {
+        worker: subprocess.Popen(
+            ["podman", "exec", container(worker), "sh", "-c", STOP_SUCCESSOR, WATCHER, str(pid), str(port)],
+            stdout=subprocess.PIPE, text=True,
+        )
+        for worker in WORKERS
+    }  # fmt: skip
+    try:
+        for watcher in watchers.values():
+            assert watcher.stdout is not None
+            assert watcher.stdout.readline().strip() == "watching", "a watcher did not start"
+        kill(f"bin/tritonserver.*--http-port={port} ")
+        stopped = wait_for(lambda: next((w for w, p in watchers.items() if p.poll() == 0), None), 130,
+                           "YARN's relaunch of the killed instance, stopped", every=0.05)  # fmt: skip
+    finally:
+        for worker, watcher in watchers.items():
+            if watcher.poll() is None:
+                podman_exec(worker, "pkill", "-f", WATCHER)
+                watcher.wait(timeout=30)
+    said = watchers[stopped].stdout.read().split()  # type: ignore[union-attr]
+    print(f"[chaos] stopped the successor on {stopped}: pid {said[0]}, {said[1]}")
+    assert said[1] == "starting", "the successor was listening before it was stopped: the fault came late"
 
 
 def kill_every_instance() -> None:

@@ -15,6 +15,7 @@ request.
 from __future__ import annotations
 
 import base64
+import functools
 import itertools
 import json
 import math
@@ -35,6 +36,7 @@ import httpx2
 import openai
 import pytest
 import requests
+import yaml
 from kazoo.client import KazooClient
 
 from lab import lab_client
@@ -56,6 +58,7 @@ from tests.support.lab_edge import (
 from tests.support.lab_service import CLUSTER, Service, tarn
 from tests.support.load import Load, Tally
 from tests.support.ranger_admin import policy
+from tests.support.ranger_audit import audit_events, settled, write_audit_xml
 from tests.support.ranger_documents import write_xml
 
 SERVICE = "tarn-e2e-knox"
@@ -68,7 +71,10 @@ BASE_PORT, STRIDE, AM_PORT = 8500, 10, 8893
 ZK_NAMESPACE = f"/services/{SERVICE}"
 ZK_PATH = f"{ZK_NAMESPACE}/instances"
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-knox-models"
+AUDIT_DIR = f"/user/{LAB_USER}/e2e-knox-audit"  # the controller's Ranger audit (--ranger-audit)
 EVENTS = 10
+KNOX_DEFAULTS = yaml.safe_load((ROOT / "roles" / "knox" / "defaults" / "main.yml").read_text())
+KNOX_CACHE_TTL_S = KNOX_DEFAULTS["knox_tarn_cache_ttl_ms"] / 1000  # the lab's topologies keep the default
 LLM = "tiny_lm"  # examples/llm_repository's, served beside the example models through /v1
 INVENTORY = ROOT / "inventories" / "lab" / "hosts.yml"
 BASIC_ALICE = "Basic " + base64.b64encode(f"alice:{PASSWORDS['alice']}".encode()).decode()
@@ -166,7 +172,9 @@ def service(
         "ranger.plugin.triton.policy.rest.url": ADMIN_URL,
         "ranger.plugin.triton.policy.pollIntervalMs": "1000",
     })  # fmt: skip
+    write_audit_xml(conf, AUDIT_DIR)
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+    hdfs.delete(AUDIT_DIR, recursive=True)
     hdfs.upload_tree(ROOT / "examples" / "model_repository", MODELS_ON_HDFS)
     hdfs.upload_tree(ROOT / "examples" / "llm_repository" / LLM, f"{MODELS_ON_HDFS}/{LLM}")
     # YARN starts the service while the roles run (the controller polls Ranger every second, so
@@ -181,7 +189,7 @@ def service(
         "--min-instances", "2", "--max-instances", "2", "--tick-seconds", "1", "--gpus-per-instance", "0",
         "--memory-mb", "1024", "--vcores", "1", "--controller-memory-mb", "512",
         "--zk-ensemble", f"{LAB_MASTER}:2181", "--zk-path", ZK_PATH,
-        "-rs", RANGER_SERVICE, "--ranger-conf-dir", str(conf), *CLUSTER,
+        "-rs", RANGER_SERVICE, "--ranger-conf-dir", str(conf), "--ranger-audit", *CLUSTER,
     )  # fmt: skip
     first, second = run_the_role(here, token), run_the_role(here, token)
     assert first > 0, "the knox role added nothing"
@@ -205,6 +213,7 @@ def service(
         podman_exec(ADMIN_NODE, "pkill", "-f", "ranger_admin.py")
         assert done.returncode == 0, done.stderr
         hdfs.delete(MODELS_ON_HDFS, recursive=True)
+        hdfs.delete(AUDIT_DIR, recursive=True)
 
 
 def _serves() -> bool:
@@ -286,6 +295,39 @@ def test_spnego_through_the_kerberos_topology_answers_as_authorize_does(service:
     impersonating = spnego("/v2/models/add_one?doAs=bob", "alice")
     assert impersonating.status_code == 403, (impersonating.status_code, impersonating.text[:200])
     print(f"\n[knox] {len(seen)} answers through Knox with SPNEGO equal /authorize's: {seen}")
+
+
+def test_ranger_audits_each_knox_user_by_the_short_name_its_policies_name(
+    service: Service, hdfs: WebHdfsClient
+) -> None:
+    """Issue 33's identities: an LDAP user and, on the secure lab, a Kerberos principal through the
+    SPNEGO topology (alice@TARN.LAB) reach Ranger as the short name its policies name (Knox's
+    identity assertion; on SPNEGO, the name rules), and the controller's Ranger audit on HDFS names
+    that same user for each decision it audits."""
+    entries = [("LDAP", through_knox)] + ([("SPNEGO", through_spnego)] if lab_client.secure() else [])
+    for entry, through in entries:
+        # TarnAuthz reuses an answer for this long: past it, each request below asks the controller
+        time.sleep(KNOX_CACHE_TTL_S + 0.5)
+        before = {e["id"] for e in audit_events(hdfs, AUDIT_DIR)}
+        asked = {
+            (user, model, action): through(user, model, action).status_code
+            for user, model, action in product(PASSWORDS, INFER, ("infer", "metadata"))
+        }
+        wait_for(functools.partial(all_audited, hdfs, before), 60, f"{entry}: each user's decisions audited")
+        settled(service)
+        events = [e for e in audit_events(hdfs, AUDIT_DIR) if e["id"] not in before]
+        users = sorted({e["reqUser"] for e in events})
+        assert users == sorted(PASSWORDS), (entry, events)
+        for e in events:
+            key = (e["reqUser"], e["resource"], e["action"])
+            assert key in asked, (entry, e)  # a decision this test asked for, under the short name
+            assert e["result"] == int(asked[key] == 200), (entry, e, asked[key])
+        print(f"\n[knox] {entry}: {len(events)} audit events on HDFS, of users {users}")
+
+
+def all_audited(hdfs: WebHdfsClient, before: set[str]) -> bool:
+    """Whether each user has an audit event written since the events ``before`` (their ids)."""
+    return {e["reqUser"] for e in audit_events(hdfs, AUDIT_DIR) if e["id"] not in before} >= set(PASSWORDS)
 
 
 def test_a_session_knox_opened_for_a_cookieless_request_ends_with_it(service: Service) -> None:

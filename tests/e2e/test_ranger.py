@@ -13,17 +13,14 @@ within one poll interval (measured); Admin stopped keeps the last good policies 
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import product
-from typing import Any
 
 import pytest
 import requests
@@ -37,6 +34,7 @@ from tests.support.lab import LAB_USER, podman_exec, wait_for
 from tests.support.lab_edge import ADMIN_NODE, ADMIN_URL, LabAdmin, fresh_lab_admin, register_with_the_role
 from tests.support.lab_service import CLUSTER, Service, tarn
 from tests.support.ranger_admin import policy
+from tests.support.ranger_audit import audit_events, settled, write_audit_xml
 from tests.support.ranger_documents import write_xml
 from tests.support.ranger_harness import ACTIONS, USERS, harness_jar, ranger_decisions
 
@@ -85,11 +83,7 @@ def service(
         "ranger.plugin.triton.policy.rest.url": ADMIN_URL,
         "ranger.plugin.triton.policy.pollIntervalMs": str(int(POLL_S * 1000)),
     })  # fmt: skip
-    write_xml(conf, {
-        "xasecure.audit.destination.hdfs": "true",
-        "xasecure.audit.destination.hdfs.dir": f"hdfs://{AUDIT_DIR}",
-        "xasecure.audit.destination.log4j": "true",
-    }, name="ranger-triton-audit.xml")  # fmt: skip
+    write_audit_xml(conf, AUDIT_DIR, **{"xasecure.audit.destination.log4j": "true"})
     token = secrets.token_urlsafe(16)
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
     hdfs.delete(AUDIT_DIR, recursive=True)
@@ -123,28 +117,11 @@ def _serving(service: Service) -> bool:
         return False
 
 
-def audit_events(hdfs: WebHdfsClient) -> list[dict[str, Any]]:
-    """Every event in today's audit files, at Ranger's path for app type ``tarn``."""
-    day = f"{AUDIT_DIR}/tarn/{datetime.now(timezone.utc):%Y%m%d}"
-    files = [
-        f
-        for f in hdfs.walk(day, missing_ok=True)
-        if f.path.rsplit("/", 1)[-1].startswith("tarn_ranger_audit_")
-    ]
-    return [json.loads(line) for f in files for line in hdfs.read_bytes(f.path).decode().splitlines()]
-
-
-def settled(service: Service) -> float:
-    """The audit events written so far, once none is pending."""
-    wait_for(lambda: service.metric("tarn_ranger_audit_events_pending") == 0, 30, "the audit queue to empty")
-    return service.metric("tarn_ranger_audit_events_written_total")
-
-
 def test_authorize_matches_ranger_and_each_audited_decision_is_on_hdfs_once(
     admin: LabAdmin, service: Service, hdfs: WebHdfsClient
 ) -> None:
     written_before = settled(service)
-    seen_before = {e["id"] for e in audit_events(hdfs)}
+    seen_before = {e["id"] for e in audit_events(hdfs, AUDIT_DIR)}
     keys = list(product(USERS, MODELS, ACTIONS))
     answers = {key: service.authorize(*key) for key in keys}
     ranger = ranger_decisions(harness_jar(), admin, MODELS)
@@ -152,7 +129,7 @@ def test_authorize_matches_ranger_and_each_audited_decision_is_on_hdfs_once(
     audited = {key for key, verdict in ranger.items() if verdict["audited"]}
     assert 0 < len(audited) < len(ranger), "some decisions are audited, some are not"
     wait_for(lambda: settled(service) >= written_before + len(audited), 30, "the sweep's audit events")
-    new = [e for e in audit_events(hdfs) if e["id"] not in seen_before]
+    new = [e for e in audit_events(hdfs, AUDIT_DIR) if e["id"] not in seen_before]
     logged = [(e["reqUser"], e["resource"], e["action"]) for e in new]
     assert sorted(logged) == sorted(audited), "one event per decision Ranger audits, none for the others"
     for e in new:

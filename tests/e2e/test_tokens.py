@@ -15,7 +15,6 @@ just before the chaos suite; alone, the file waits out the two lifetimes (about 
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import time
@@ -36,6 +35,7 @@ from tests.support.lab import LAB_MASTER, LAB_USER, podman_exec, wait_for
 from tests.support.lab_edge import ADMIN_NODE, ADMIN_URL, fresh_lab_admin, register_with_the_role
 from tests.support.lab_service import CLUSTER, Service, tarn
 from tests.support.ranger_admin import policy
+from tests.support.ranger_audit import audit_events, write_audit_xml
 from tests.support.ranger_documents import write_xml
 
 pytestmark = pytest.mark.skipif(not lab_client.secure(), reason="tokens exist on the secure lab only")
@@ -82,10 +82,7 @@ def test_a_long_lived_service_is_submitted(rm: ResourceManager, hdfs: WebHdfsCli
         "ranger.plugin.triton.policy.rest.url": ADMIN_URL,
         "ranger.plugin.triton.policy.pollIntervalMs": "5000",
     })  # fmt: skip
-    write_xml(tmp_path, {
-        "xasecure.audit.destination.hdfs": "true",
-        "xasecure.audit.destination.hdfs.dir": f"hdfs://{AUDIT_DIR}",
-    }, name="ranger-triton-audit.xml")  # fmt: skip
+    write_audit_xml(tmp_path, AUDIT_DIR)
     hdfs.upload_tree(ROOT / "examples" / "model_repository" / "add_one", f"{MODELS_ON_HDFS}/add_one")
     # At zero between the two ends (the AM and the controller only), so that it takes nothing the
     # suite's other services need; idle for two hours before the controller would remove anything.
@@ -165,7 +162,8 @@ def test_after_two_token_lifetimes_the_am_launches_instances_with_a_new_model_ve
         60,
         "the audit event's write",
     )
-    assert ("alice", "add_one", "infer") in _audited(hdfs), f"alice's decision in the audit under {AUDIT_DIR}"
+    audited = {(e["reqUser"], e["resource"], e["action"]) for e in audit_events(hdfs, AUDIT_DIR)}
+    assert ("alice", "add_one", "infer") in audited, f"alice's decision in the audit under {AUDIT_DIR}"
     print(f"[tokens] Ranger's audit of alice's decision on HDFS at {time.time() - SUBMITTED_AT['t']:.0f} s")
     scale_to(rm, 0)
 
@@ -197,13 +195,6 @@ def _policies_loaded(service: Service) -> bool:
         return bool(service.metric("tarn_ranger_policies_loaded"))
     except (requests.RequestException, ValueError, KeyError, AssertionError):
         return False
-
-
-def _audited(hdfs: WebHdfsClient) -> set[tuple[str, str, str]]:
-    """(user, model, action) of every event in the audit files (Ranger's path for app type tarn)."""
-    files = [f for f in hdfs.walk(f"{AUDIT_DIR}/tarn", missing_ok=True) if "tarn_ranger_audit_" in f.path]
-    events = [json.loads(line) for f in files for line in hdfs.read_bytes(f.path).decode().splitlines()]
-    return {(e["reqUser"], e["resource"], e["action"]) for e in events}
 
 
 def _print_token_events(app_id: str) -> None:

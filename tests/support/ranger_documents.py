@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tarn.stdlib.hadoop_site import properties_xml
+
 JSON = dict[str, Any]
 SERVICE = "triton_prod"
 SERVICE_DEF: JSON = json.loads(
@@ -71,7 +73,7 @@ URL = {"ranger.plugin.triton.policy.rest.url": "http://ranger:6080"}
 
 
 def write_xml(directory: Path, properties: dict[str, str], name: str = "ranger-triton-security.xml") -> Path:
-    rows = "".join(f"<property><name>{k}</name><value>{v}</value></property>" for k, v in properties.items())
+    """A Ranger plugin's Hadoop-style XML file, written as TARN writes such files."""
     path = directory / name
-    path.write_text(f"<?xml version='1.0'?><configuration>{rows}</configuration>")
+    path.write_bytes(properties_xml(properties))
     return path
