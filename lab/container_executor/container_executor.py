@@ -1402,6 +1402,18 @@ def make_dir_for_user(path: str, owner: int, node: Node) -> bool:
     return True
 
 
+def mkdir_as_user(path: str, mode: int, owner: Account, node: Node) -> None:
+    """mkdir as the real binary does it, having dropped to the user: owned by the user, in the
+    group the kernel then gives, the parent's where the parent is setgid (and setgid itself, as
+    usercache/<user> is) or else the user's. The NodeManager (group hadoop) reaches the app and
+    file caches through that: it checks a recovered container's resources are still there."""
+    os.mkdir(path)
+    parent = os.stat(os.path.dirname(path))
+    inherited = bool(parent.st_mode & stat.S_ISGID)
+    node.chown(path, owner.uid, parent.st_gid if inherited else owner.gid)
+    os.chmod(path, mode | (stat.S_ISGID if inherited else 0))
+
+
 def make_dirs(path: str, mode: int, owner: Account, node: Node) -> bool:
     """mkdirs: missing components made with mode for the user; an existing last component must
     already have exactly that mode (check_dir)."""
@@ -1421,9 +1433,7 @@ def make_dirs(path: str, mode: int, owner: Account, node: Node) -> bool:
         return False
     try:
         for component in reversed(missing):
-            os.mkdir(component)
-            os.chmod(component, mode)
-            node.chown(component, owner.uid, owner.gid)
+            mkdir_as_user(component, mode, owner, node)
     except OSError as problem:
         log(f"Can't create directory {path} - {problem}")
         return False
@@ -1717,9 +1727,8 @@ def launch_docker_container(op: LaunchDockerContainer, node: Node) -> int:
     for root in op.files.local_dirs:
         filecache = os.path.join(root, "usercache", op.who.user, "filecache")
         try:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(filecache, 0o710)
-            node.chown(filecache, account.uid, account.gid)
+            if not os.path.isdir(filecache):
+                mkdir_as_user(filecache, 0o710, account, node)
         except OSError:
             error("Could not create user filecache directory")
             return Exit.INITIALIZE_USER_FAILED

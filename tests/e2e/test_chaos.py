@@ -231,14 +231,15 @@ def nodemanager_back(worker: str) -> bool:
         return False
 
 
-# Run in each worker before the kill, given the killed pid and the port (the pattern is built inside,
-# so that it cannot match this shell's own command line). Stops the killed Triton's successor (same
-# port, another pid) within ~10 ms of its exec, long before it has loaded its models and listens,
-# and says whether its port was listening already (then the fault came late: requests hang in it).
-# Polling with `podman exec pgrep` from the test once stopped a Triton that had served for a moment:
-# four requests stuck in it until its replacement (the official CI at stop 42, docs/ci.md).
+# Run in each worker before the kill, given the killed pid and the port. Stops the killed Triton's
+# successor (same port, another pid) within ~50 ms of its exec, long before it has loaded its models
+# and listens, and says whether its port was listening already (then the fault came late: requests
+# hang in it). Its pattern, `[t]ritonserver`, matches no command line of its own (its pgrep's), nor
+# does the test's `pgrep -f` pattern match it. Polling with `podman exec pgrep` from the test once
+# stopped a Triton that had served for a moment: four requests stuck in it until its replacement
+# (the official CI at stop 42, docs/ci.md).
 STOP_SUCCESSOR = r"""
-old=$1 pattern="bin/tritonserver.*--http-port=$2 " port=$(printf '%04X' "$2") end=$(( $(date +%s) + 120 ))
+old=$1 pattern="bin/[t]ritonserver.*--http-port=$2 " port=$(printf '%04X' "$2") end=$(( $(date +%s) + 120 ))
 echo watching
 while [ "$(date +%s)" -lt "$end" ]; do
   for pid in $(pgrep -f "$pattern"); do
@@ -249,7 +250,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
     echo "$pid $state"
     exit 0
   done
-  sleep 0.01
+  sleep 0.05
 done
 exit 1
 """
@@ -260,25 +261,25 @@ def hang_a_starting_triton() -> None:
     """kill -9 one instance and SIGSTOP its successor as soon as YARN has exec'd its tritonserver:
     a Triton that never answers ready (as one whose model never loads). It never serves, so no
     request can be lost to it; the controller replaces it after --replace-unready-after."""
-    _worker, pid, port = tritons()[0]
+    worker, pid, port = tritons()[0]
     watchers = {
-        worker: subprocess.Popen(
-            ["podman", "exec", container(worker), "sh", "-c", STOP_SUCCESSOR, WATCHER, str(pid), str(port)],
+        node: subprocess.Popen(
+            ["podman", "exec", container(node), "sh", "-c", STOP_SUCCESSOR, WATCHER, str(pid), str(port)],
             stdout=subprocess.PIPE, text=True,
         )
-        for worker in WORKERS
+        for node in WORKERS
     }  # fmt: skip
     try:
         for watcher in watchers.values():
             assert watcher.stdout is not None
             assert watcher.stdout.readline().strip() == "watching", "a watcher did not start"
-        kill(f"bin/tritonserver.*--http-port={port} ")
+        podman_exec(worker, "kill", "-KILL", str(pid), check=True)
         stopped = wait_for(lambda: next((w for w, p in watchers.items() if p.poll() == 0), None), 130,
                            "YARN's relaunch of the killed instance, stopped", every=0.05)  # fmt: skip
     finally:
-        for worker, watcher in watchers.items():
+        for node, watcher in watchers.items():
             if watcher.poll() is None:
-                podman_exec(worker, "pkill", "-f", WATCHER)
+                podman_exec(node, "pkill", "-f", WATCHER)
                 watcher.wait(timeout=30)
     said = watchers[stopped].stdout.read().split()  # type: ignore[union-attr]
     print(f"[chaos] stopped the successor on {stopped}: pid {said[0]}, {said[1]}")

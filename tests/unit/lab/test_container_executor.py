@@ -792,6 +792,9 @@ def test_a_docker_container_is_launched_detached_and_its_exit_code_comes_back(no
     assert (script.stat().st_uid, stat.S_IMODE(script.stat().st_mode)) == (nobody()[0], 0o700)
     assert (files["work"] / "container_tokens").read_bytes() == b"HDTS"
     assert (node.logs / APP / CID / "stdout.txt").exists()
+    user_dir = node.local / "usercache" / "nobody"
+    filecache = (user_dir / "filecache").stat()
+    assert (filecache.st_gid, stat.S_IMODE(filecache.st_mode)) == (user_dir.stat().st_gid, 0o2710)
 
 
 def test_an_untrusted_image_is_launched_without_mounts_and_says_so(node: Node) -> None:
@@ -866,6 +869,13 @@ def test_initialize_container_runs_the_localizer_as_the_user_in_the_app_dir(node
     user_dir = node.local / "usercache" / "nobody"
     assert stat.S_IMODE(user_dir.stat().st_mode) == 0o2750
     assert (node.logs / APP / CID).is_dir()
+    # made as the user below the setgid user dir: the NodeManager's group, which then reaches a
+    # recovered container's resources (in the user's own group, a restarted NM localized anew)
+    nm_group = user_dir.stat().st_gid
+    assert nm_group != nobody()[1]
+    for made in (app_dir.parent, app_dir):
+        assert (made.stat().st_uid, made.stat().st_gid) == (nobody()[0], nm_group), made
+        assert stat.S_IMODE(made.stat().st_mode) == 0o2750, made
 
 
 def test_signal_container_signals_the_process_group_or_says_it_is_gone(node: Node) -> None:
