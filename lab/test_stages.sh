@@ -2,12 +2,14 @@
 # make test's stages after unit. Two jobs run beside the lab scenario's destroy, create and converge,
 # which wait mostly on package installs and daemon starts inside the lab's nodes:
 #   - sanity, then integration (loopback daemons on this machine; their own ports);
-#   - the production scenario (one node of its own, nothing started).
+#   - the production scenario (one node of its own, nothing started), then the lab's Triton image
+#     (lab/triton_image.yml: built in a podman container here), which the secure converge loads.
 # Both must end before the lab's e2e tests start: those measure requests under load, alone. Each
 # step prints its stage line (lab/stage.sh); a side job's output follows once it has ended.
 # The lab scenario runs with simple authentication and TARN's process runtime (molecule/lab/molecule.yml)
-# and the simple path's e2e tests; then the same nodes are converged with Kerberos, and the whole e2e
-# suite runs on that secure lab (issue 33). The Docker lab (issue 34) is not in CI yet (below).
+# and the e2e tests of that path (clusters without Kerberos or Docker); then the same nodes are
+# converged as production runs (issues 33 and 34): Kerberos, and YARN's LinuxContainerExecutor with
+# the Docker runtime on the workers; the whole e2e suite runs on that lab.
 #
 # Usage: lab/test_stages.sh   (from make test, with the Makefile's environment)
 set -uo pipefail
@@ -25,7 +27,8 @@ side() {  # side NAME LOG COMMAND...: a job beside the lab's converge, its outpu
 side "sanity, integration" build/checks.log \
   bash -c 'make --no-print-directory sanity && make --no-print-directory integration' &
 checks=$!
-side "molecule production" build/molecule-production.log molecule test -s production &
+side "molecule production, Triton image" build/molecule-production.log bash -c 'molecule test -s production &&
+  TARN_LAB_DOCKER=true ansible-playbook -i inventories/lab/hosts.yml lab/triton_image.yml' &
 production=$!
 
 lab() { "$stage" "molecule lab: $1" molecule "$1" -s lab; }
@@ -41,19 +44,19 @@ finish() {  # finish PID NAME LOG: wait for a side job, print its output, count 
   cat "$3"
 }
 finish "$checks" "sanity, integration" build/checks.log
-finish "$production" "molecule production" build/molecule-production.log
+finish "$production" "molecule production, Triton image" build/molecule-production.log
 
 if [[ $rc == 0 ]] && ! lab verify; then
   python lab/failures.py build/e2e-junit.xml
   rc=1
 fi
 if [[ $rc == 0 ]]; then
-  # The secure lab (issue 33), as production runs: the same nodes converged with Kerberos (KDC,
-  # keytabs, HDFS on SASL and HTTPS, ZooKeeper with SASL, Knox with SPNEGO), a second converge that
-  # must change nothing, the node checks and the whole e2e suite, chaos included.
-  # TARN_LAB_DOCKER=false: CI's Docker stage is not in yet (the Docker lab's suite was run by hand;
-  # its idempotence and CI time are not measured: docs/ci.md).
-  secure() { TARN_LAB_SECURE=true TARN_LAB_DOCKER=false "$stage" "lab, Kerberos: $1" "${@:2}"; }
+  # The lab as production runs it (`make lab`'s default): the same nodes converged with Kerberos
+  # (KDC, keytabs, HDFS on SASL and HTTPS, ZooKeeper with SASL, Knox with SPNEGO; issue 33) and
+  # YARN's LinuxContainerExecutor with the Docker runtime (the lab's container-executor stand-in,
+  # a Docker engine per worker; issue 34); a second converge that must change nothing, the node
+  # checks and the whole e2e suite, chaos included.
+  secure() { TARN_LAB_SECURE=true TARN_LAB_DOCKER=true "$stage" "lab, Kerberos, Docker: $1" "${@:2}"; }
   site=(ansible-playbook -i inventories/lab/hosts.yml lab/site.yml)
   ephemeral=$(mktemp -d) && ln -s "$PWD/inventories/lab" "$ephemeral/inventory"
   junit=build/e2e-secure-junit.xml
