@@ -1727,7 +1727,7 @@ def launch_docker_container(op: LaunchDockerContainer, node: Node) -> int:
     for root in op.files.local_dirs:
         filecache = os.path.join(root, "usercache", op.who.user, "filecache")
         try:
-            if not os.path.isdir(filecache):
+            with contextlib.suppress(FileExistsError):  # as the real binary's EEXIST: another launch made it
                 mkdir_as_user(filecache, 0o710, account, node)
         except OSError:
             error("Could not create user filecache directory")
