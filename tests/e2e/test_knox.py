@@ -58,7 +58,7 @@ from tests.support.lab_edge import (
 from tests.support.lab_service import CLUSTER, Service, tarn
 from tests.support.load import Load, Tally
 from tests.support.ranger_admin import policy
-from tests.support.ranger_audit import audit_events, settled, write_audit_xml
+from tests.support.ranger_audit import audit_events, audit_events_since, settled, write_audit_xml
 from tests.support.ranger_documents import write_xml
 
 SERVICE = "tarn-e2e-knox"
@@ -315,7 +315,7 @@ def test_ranger_audits_each_knox_user_by_the_short_name_its_policies_name(
         }
         wait_for(functools.partial(all_audited, hdfs, before), 60, f"{entry}: each user's decisions audited")
         settled(service)
-        events = [e for e in audit_events(hdfs, AUDIT_DIR) if e["id"] not in before]
+        events = audit_events_since(hdfs, AUDIT_DIR, before)
         users = sorted({e["reqUser"] for e in events})
         assert users == sorted(PASSWORDS), (entry, events)
         for e in events:
@@ -327,7 +327,7 @@ def test_ranger_audits_each_knox_user_by_the_short_name_its_policies_name(
 
 def all_audited(hdfs: WebHdfsClient, before: set[str]) -> bool:
     """Whether each user has an audit event written since the events ``before`` (their ids)."""
-    return {e["reqUser"] for e in audit_events(hdfs, AUDIT_DIR) if e["id"] not in before} >= set(PASSWORDS)
+    return {e["reqUser"] for e in audit_events_since(hdfs, AUDIT_DIR, before)} >= set(PASSWORDS)
 
 
 def test_a_session_knox_opened_for_a_cookieless_request_ends_with_it(service: Service) -> None:

@@ -34,7 +34,7 @@ from tests.support.lab import LAB_USER, podman_exec, wait_for
 from tests.support.lab_edge import ADMIN_NODE, ADMIN_URL, LabAdmin, fresh_lab_admin, register_with_the_role
 from tests.support.lab_service import CLUSTER, Service, tarn
 from tests.support.ranger_admin import policy
-from tests.support.ranger_audit import audit_events, settled, write_audit_xml
+from tests.support.ranger_audit import audit_events, audit_events_since, settled, write_audit_xml
 from tests.support.ranger_documents import write_xml
 from tests.support.ranger_harness import ACTIONS, USERS, harness_jar, ranger_decisions
 
@@ -129,7 +129,7 @@ def test_authorize_matches_ranger_and_each_audited_decision_is_on_hdfs_once(
     audited = {key for key, verdict in ranger.items() if verdict["audited"]}
     assert 0 < len(audited) < len(ranger), "some decisions are audited, some are not"
     wait_for(lambda: settled(service) >= written_before + len(audited), 30, "the sweep's audit events")
-    new = [e for e in audit_events(hdfs, AUDIT_DIR) if e["id"] not in seen_before]
+    new = audit_events_since(hdfs, AUDIT_DIR, seen_before)
     logged = [(e["reqUser"], e["resource"], e["action"]) for e in new]
     assert sorted(logged) == sorted(audited), "one event per decision Ranger audits, none for the others"
     for e in new:

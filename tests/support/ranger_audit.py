@@ -35,6 +35,11 @@ def audit_events(hdfs: WebHdfsClient, audit_dir: str) -> list[dict[str, Any]]:
     return [json.loads(line) for f in files for line in hdfs.read_bytes(f.path).decode().splitlines()]
 
 
+def audit_events_since(hdfs: WebHdfsClient, audit_dir: str, before: set[str]) -> list[dict[str, Any]]:
+    """The events written under ``audit_dir`` since the events ``before`` (their ids)."""
+    return [e for e in audit_events(hdfs, audit_dir) if e["id"] not in before]
+
+
 def settled(service: Service) -> float:
     """The number of audit events the controller has written, once none is pending."""
     wait_for(lambda: service.metric("tarn_ranger_audit_events_pending") == 0, 30, "the audit queue to empty")
