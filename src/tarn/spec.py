@@ -319,7 +319,7 @@ def _controller_command(config: TarnConfig, has_token: bool, rm_urls: tuple[str,
     if has_token:
         flags += ["--token-file", TOKEN_FILE]
     flags += [text for url in rm_urls for text in ("--rm-url", url)]
-    return shlex.join([config.python, PAYLOAD_FILE, CONTROLLER, *flags])
+    return _exec([config.python, PAYLOAD_FILE, CONTROLLER, *flags])
 
 
 def _triton_command(config: TarnConfig, artifacts: Artifacts) -> str:
@@ -331,13 +331,21 @@ def _triton_command(config: TarnConfig, artifacts: Artifacts) -> str:
     args = [config.python, LAUNCHER_FILE, *config_to_argv(launcher, only=_LAUNCHER_FLAGS)]
     if artifacts.secrets_password_file is not None:
         args += ["--secrets-password-file", SECRETS_PASSWORD_FILE]
-    command = shlex.join(args)
+    command = _exec(args)
     if config.port_stride:  # ${COMPONENT_ID} must reach the AM unquoted, to be substituted
         command += f" --port-stride {config.port_stride} --instance-id {INSTANCE_ID}"
     return command
 
 
 _LAUNCHER_FLAGS = tuple(name for name in LAUNCHER_OPTIONS if name != "port_stride")
+
+
+def _exec(args: list[str]) -> str:
+    """A launch command that replaces the shell YARN runs it in. In a Docker container that shell
+    is PID 1, which the kernel gives no signal it has no handler for: YARN's stop (SIGTERM) would
+    be lost and Docker would SIGKILL the container after its grace period (10 s), so TARN's
+    processes must receive it themselves to drain and deregister."""
+    return "exec " + shlex.join(args)
 
 
 # ---- pieces

@@ -6,12 +6,17 @@ there in Docker too (lab_client.runtime_args).
 - Each instance of a service is the Docker container YARN named after its container id, running
   the lab's image, with tritonserver inside it running as the user YARN runs containers as (the
   submitting user on the secure lab, the non-secure local user otherwise), and it infers.
+- YARN's stop reaches TARN: the launcher is the container's PID 1 (the launch command execs it;
+  a shell there would drop SIGTERM), so a destroyed service's containers end on YARN's SIGTERM,
+  well inside Docker's 10 s grace, none SIGKILLed (exit 137) at its end.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -29,6 +34,8 @@ PORT = 8720
 MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-docker-models"
 CACHE = "/var/lib/tarn/model-cache"  # the yarn_nodemanager role's node cache
 ZK_PATH = "/services/tarn-e2e-docker/instances"  # not the edge's: HAProxy leaves these alone
+NM_LOG = "/var/log/hadoop/nodemanager/nodemanager.log"
+DOCKER_STOP_GRACE_S = 10  # YARN's docker stop grace period (and docker stop's) by default
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +87,38 @@ def test_each_instance_is_the_docker_container_yarn_named_with_tritonserver_as_t
         assert tritons, f"no tritonserver in {row['container']}: {top}"
         assert all(line.split()[1] in (user, uid) for line in tritons)
         serves(row, PORT)
+
+
+def nm_event(log: str, container: str, event: str) -> datetime | None:
+    """When the NodeManager's log first says ``event`` of ``container``."""
+    for line in log.splitlines():
+        if container in line and event in line:
+            return datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+    return None
+
+
+def test_yarn_stops_each_container_through_the_launcher_it_runs_as_pid_1(
+    instances: list[dict[str, Any]],
+) -> None:
+    workers = {row["container"]: f"tarn-lab-{row['host'].split('.')[0]}" for row in instances}
+    for container, worker in workers.items():
+        pid_1 = docker(worker, "exec", container, "cat", "/proc/1/cmdline").replace("\0", " ").strip()
+        assert re.match(r"\S*python3 tarn-launcher\.pyz ", pid_1), f"PID 1 of {container}: {pid_1}"
+    done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
+    assert done.returncode == 0, done.stderr
+
+    def stopped() -> dict[str, float] | None:
+        took = {}
+        for container, worker in workers.items():
+            log = podman_exec(worker, "grep", "-F", container, NM_LOG).stdout
+            asked = nm_event(log, container, "Stopping container with container Id")
+            ended = nm_event(log, container, "transitioned from KILLING to ")
+            if asked is None or ended is None:
+                return None
+            assert f"Exit code from container {container} is : 137" not in log, f"{container} was SIGKILLed"
+            took[container] = (ended - asked).total_seconds()
+        return took
+
+    took = wait_for(stopped, 60, "the NodeManagers to stop both containers")
+    print(f"\n[docker] YARN's stop to each container's end: {took}")
+    assert max(took.values()) < DOCKER_STOP_GRACE_S / 2, took

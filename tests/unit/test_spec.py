@@ -127,7 +127,7 @@ def test_process_runtime_has_no_artifact_and_no_docker_variables(name: str) -> N
     part = component(spec_of("--runtime", "process", "--docker-privileged"), name)
     assert "artifact" not in part
     assert not [key for key in part["configuration"]["env"] if key.startswith("YARN_CONTAINER_RUNTIME")]
-    assert part["launch_command"].startswith("python3 ")
+    assert part["launch_command"].startswith("exec python3 ")
 
 
 def test_privileged_bridge_and_delayed_removal() -> None:
@@ -281,8 +281,8 @@ def test_triton_command_and_files() -> None:
     spec = spec_of("--tp", "2", "--secrets", "hdfs:///user/secrets/hf.jceks", "--address", "10.0.0.1")
     triton = component(spec, TRITON)
     args = shlex.split(triton["launch_command"])
-    assert args[:2] == ["python3", LAUNCHER_FILE]
-    flags = dict(zip(args[2::2], args[3::2], strict=True))
+    assert args[:3] == ["exec", "python3", LAUNCHER_FILE]
+    flags = dict(zip(args[3::2], args[4::2], strict=True))
     assert flags == {
         "--model-repository": "hdfs:///models",
         "--model-cache-max-gib": "100.0",
@@ -313,8 +313,8 @@ def test_controller_command_round_trips_to_the_config() -> None:
     )
     controller = component(build_service_spec(source, ARTIFACTS), CONTROLLER)
     args = shlex.split(controller["launch_command"])
-    assert args[:3] == ["python3", PAYLOAD_FILE, CONTROLLER]
-    assert parse_config(args[3:], {}) == replace(source, token=None, token_file=TOKEN_FILE, env=())
+    assert args[:4] == ["exec", "python3", PAYLOAD_FILE, CONTROLLER]
+    assert parse_config(args[4:], {}) == replace(source, token=None, token_file=TOKEN_FILE, env=())
     assert controller["configuration"]["files"] == [
         {"type": "STATIC", "src_file": ARTIFACTS.payload, "dest_file": PAYLOAD_FILE},
         {"type": "STATIC", "src_file": ARTIFACTS.token_file, "dest_file": TOKEN_FILE},
@@ -438,7 +438,7 @@ def test_with_settings_relaunches_only_the_controller_with_new_bounds() -> None:
     changed = with_settings(json.loads(json.dumps(spec)), replace(read_back(spec).config, max_instances=6))
     assert component(changed, TRITON) == component(before, TRITON)
     args = shlex.split(component(changed, CONTROLLER)["launch_command"])
-    assert parse_config(args[3:], {}).max_instances == 6
+    assert parse_config(args[4:], {}).max_instances == 6
     assert "--token-file" in args
     assert read_back(changed).config.max_instances == 6
 

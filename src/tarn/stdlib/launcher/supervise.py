@@ -12,7 +12,11 @@ So the launcher (and each rank wrapper of a multi-rank world)
 - passes the signals YARN sends (SIGTERM first) on to it, for Triton's graceful exit;
 - when it ends, however it ends: sweeps the rest (every descendant, and for the launcher the rest
   of its process group; never itself nor its ancestors): SIGTERM, a short grace, then SIGKILL;
-- exits with the command's status (128+N for signal N, as a shell reports it).
+- exits with the command's status (128+N for signal N, as a shell reports it); once YARN stopped
+  it (SIGTERM, SIGINT), with 128+N for that signal whatever the command's own status. That is a
+  stopped container's status in YARN (143), and on Docker it is what ends the container at once:
+  container-executor takes a Docker container's 0 for "not known yet" and asks Docker again,
+  3 s apart, ``docker.inspect.max.retries`` times (10: 30 s) before it tells the NodeManager.
 
 A sidecar (the OpenAI front, ``--openai-port``) runs beside the command, in the same process
 group, with the same parent-death signal: started with it, sent the signals that stop it (SIGTERM,
@@ -271,7 +275,11 @@ def supervise(
     child = _start(command, env)
     beside = None if sidecar is None else _Tended(sidecar, clock)
 
+    stopped_by: list[int] = []
+
     def forward(signum: int, _frame: FrameType | None) -> None:
+        if signum in STOPPING:
+            stopped_by.append(signum)
         child.send_signal(signum)
         if beside is not None:
             beside.signal(signum)
@@ -284,6 +292,14 @@ def supervise(
         code, gave_up = _wait_beside(child, beside)
     log.info("%s ended with status %d", command[0], exit_status(code))
     sweep(group=group)
+    return stopped_status(code, stopped_by[0] if stopped_by else None, gave_up)
+
+
+def stopped_status(code: int, stopped_by: int | None, gave_up: bool) -> int:
+    """The launcher's return code: the signal that stopped the instance, if one did (as a negative
+    code, like a child's); else 1 when a broken sidecar stopped it; else the command's."""
+    if stopped_by is not None:
+        return -stopped_by
     return SIDECAR_GAVE_UP if gave_up else code
 
 

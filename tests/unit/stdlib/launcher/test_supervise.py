@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from tarn.stdlib.launcher.supervise import Proc, ancestors, exit_status, process_table, strays
+from tarn.stdlib.launcher.supervise import (
+    SIDECAR_GAVE_UP,
+    Proc,
+    ancestors,
+    exit_status,
+    process_table,
+    stopped_status,
+    strays,
+)
 
 # pid: (ppid, pgid). 1 init; 10 the container's shell (group 10) runs 11, the launcher; 12 its
 # Triton; 13 a stub of Triton's; 14 an orphaned stub re-parented to the launcher, in a session of
@@ -141,7 +149,8 @@ def test_yarns_sigterm_reaches_triton_and_then_nothing_is_left(tmp_path: Path) -
     launcher, (triton, stub, escaped) = start_launcher(tmp_path)
     try:
         launcher.send_signal(signal.SIGTERM)  # to the launcher alone: it passes it on
-        assert launcher.wait(timeout=20) == 0  # Triton's own status after its graceful exit
+        # Triton's graceful exit was 0; the launcher reports the stop, as YARN and a shell do
+        assert launcher.wait(timeout=20) == 128 + signal.SIGTERM
         assert not alive(triton)
         assert not alive(stub)
         assert not alive(escaped)
@@ -150,3 +159,19 @@ def test_yarns_sigterm_reaches_triton_and_then_nothing_is_left(tmp_path: Path) -
         for pid in (triton, stub, escaped):
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    ("code", "stopped_by", "gave_up", "status"),
+    [
+        (0, None, False, 0),  # the command's own status
+        (-9, None, False, -9),  # killed: the signal
+        (0, signal.SIGTERM, False, -signal.SIGTERM),  # YARN stopped it: 143, whatever Triton said
+        (1, signal.SIGINT, True, -signal.SIGINT),
+        (0, None, True, SIDECAR_GAVE_UP),
+    ],
+)
+def test_the_status_names_the_signal_that_stopped_the_instance(
+    code: int, stopped_by: int | None, gave_up: bool, status: int
+) -> None:
+    assert stopped_status(code, stopped_by, gave_up) == status
