@@ -23,6 +23,8 @@ import pytest
 
 from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
+from tarn.service.wait import containers
+from tarn.spec import CONTROLLER, container_host
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support.lab import LAB_MASTER, LAB_USER, podman_exec, wait_for
 from tests.support.lab_service import CLUSTER, MODELS, ready_instances, serves, tarn
@@ -98,12 +100,16 @@ def nm_event(log: str, container: str, event: str) -> datetime | None:
 
 
 def test_yarn_stops_each_container_through_the_launcher_it_runs_as_pid_1(
-    instances: list[dict[str, Any]],
+    rm: ResourceManager, instances: list[dict[str, Any]]
 ) -> None:
-    workers = {row["container"]: f"tarn-lab-{row['host'].split('.')[0]}" for row in instances}
+    """The controller's container too: its PID 1 is the controller, and it ends on YARN's stop."""
+    [controller] = containers(rm.service(SERVICE) or {}, CONTROLLER)
+    rows = [*instances, {"container": controller["id"], "host": container_host(controller)}]
+    workers = {row["container"]: f"tarn-lab-{str(row['host']).split('.')[0]}" for row in rows}
     for container, worker in workers.items():
         pid_1 = docker(worker, "exec", container, "cat", "/proc/1/cmdline").replace("\0", " ").strip()
-        assert re.match(r"\S*python3 tarn-launcher\.pyz ", pid_1), f"PID 1 of {container}: {pid_1}"
+        program = "tarn.pyz controller " if container == controller["id"] else "tarn-launcher.pyz "
+        assert re.match(rf"\S*python3 {re.escape(program)}", pid_1), f"PID 1 of {container}: {pid_1}"
     done = tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER)
     assert done.returncode == 0, done.stderr
 
@@ -119,6 +125,6 @@ def test_yarn_stops_each_container_through_the_launcher_it_runs_as_pid_1(
             took[container] = (ended - asked).total_seconds()
         return took
 
-    took = wait_for(stopped, 60, "the NodeManagers to stop both containers")
+    took = wait_for(stopped, 60, "the NodeManagers to stop the service's containers")
     print(f"\n[docker] YARN's stop to each container's end: {took}")
     assert max(took.values()) < DOCKER_STOP_GRACE_S / 2, took

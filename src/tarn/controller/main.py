@@ -71,8 +71,10 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     log.info("serving on %s:%d, tick %.1f s", config.address, config.am_port, config.tick_seconds)
 
     stop = threading.Event()
+    stopped_by: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopped_by.append(signum)
         stop.set()
         controller.wake()
 
@@ -91,7 +93,8 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
             left = registry.detach()
             log.info("leaving %d registrations to the ZooKeeper session for a successor", left)
         log.info("stopped")
-    return 0
+    # 128+N when YARN stopped it, as a stopped container's status (see tarn.stdlib.launcher.supervise)
+    return 128 + stopped_by[0] if stopped_by else 0
 
 
 def start_ranger(settings: PluginSettings) -> Refresher:
