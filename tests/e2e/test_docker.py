@@ -105,7 +105,7 @@ def test_yarn_stops_each_container_through_the_launcher_it_runs_as_pid_1(
     """The controller's container too: its PID 1 is the controller, and it ends on YARN's stop."""
     [controller] = containers(rm.service(SERVICE) or {}, CONTROLLER)
     rows = [*instances, {"container": controller["id"], "host": container_host(controller)}]
-    workers = {row["container"]: f"tarn-lab-{str(row['host']).split('.')[0]}" for row in rows}
+    workers = {row["container"]: f"tarn-lab-{str(row['host']).split('.', maxsplit=1)[0]}" for row in rows}
     for container, worker in workers.items():
         pid_1 = docker(worker, "exec", container, "cat", "/proc/1/cmdline").replace("\0", " ").strip()
         program = "tarn.pyz controller " if container == controller["id"] else "tarn-launcher.pyz "
