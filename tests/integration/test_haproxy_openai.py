@@ -19,6 +19,7 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import Future
+from functools import partial
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
@@ -41,6 +42,7 @@ pytestmark = pytest.mark.usefixtures("haproxy_tools")
 
 OPENAI_BACKEND = "openai_backend"  # the role's default
 FRONT_PORT = 9000
+SRV_RUNNING = 2  # srv_op_state in `show servers state`: the server passed its health checks
 IPS = [address.split(":")[0] for address in INSTANCES]
 
 
@@ -117,6 +119,14 @@ def fronts(proxy: Haproxy) -> set[str]:
     return {str(s.endpoint) for s in proxy.api.slots(OPENAI_BACKEND) if s.admin is AdminState.READY}
 
 
+def fronts_up(proxy: Haproxy) -> set[str]:
+    """The fronts HAProxy sends requests to: READY, and their health checks passed (a server made
+    READY is down until ``rise`` checks pass, and leastconn then has fewer servers to choose from)."""
+    running = {s.name for s in proxy.api.servers_state(OPENAI_BACKEND) if s.operational == SRV_RUNNING}
+    slots = proxy.api.slots(OPENAI_BACKEND)
+    return {str(s.endpoint) for s in slots if s.admin is AdminState.READY and s.name in running}
+
+
 def start(bench: Bench, cfg: Path, with_front: list[bool]) -> tuple[Haproxy, ZooKeeper]:
     """HAProxy with ``cfg``, the fronts' stand-ins, ZooKeeper with one znode per instance (a front
     where ``with_front`` says), the sync keeping both backends; when both backends serve them."""
@@ -130,7 +140,7 @@ def start(bench: Bench, cfg: Path, with_front: list[bool]) -> tuple[Haproxy, Zoo
     count = len(with_front)
     wait_until(lambda: proxy.ready() == set(INSTANCES[:count]), "Triton's backend serves every instance", 20)
     wanted = {f"{IPS[i]}:{FRONT_PORT}" for i, front in enumerate(with_front) if front}
-    wait_until(lambda: fronts(proxy) == wanted, "the OpenAI backend serves the fronts", 10)
+    wait_until(lambda: fronts_up(proxy) == wanted, "the OpenAI backend's checks pass on the fronts", 10)
     wait_until(lambda: all(s.sessions == 0 for s in proxy.api.slots(OPENAI_BACKEND)), "checks settled", 5)
     return proxy, zk
 
@@ -195,11 +205,18 @@ def test_v1_reaches_the_fronts_and_v2_every_triton(bench: Bench, role_cfg: Path)
     assert proxy.ready() == set(INSTANCES[:3])
 
 
+def streams_begun(count: int) -> bool:
+    return sum(FrontStandIn.streaming.values()) == count
+
+
 def test_short_requests_avoid_the_fronts_that_stream(bench: Bench, role_cfg: Path) -> None:
     start(bench, role_cfg, [True, True, True])
-    long = [stream(bench, "/v1/stream?gap=0.5&n=8") for _stream in range(2)]
-    # both streams under way on their fronts (HAProxy counted each connection before), 4 s long
-    wait_until(lambda: sum(FrontStandIn.streaming.values()) == 2, "both streams begun", 10)
+    # One stream, then another once the first is under way: two arriving at the same instant can
+    # both be given the same least-loaded server by HAProxy's threads. Each lasts 4 s.
+    long = []
+    for begun in (1, 2):
+        long.append(stream(bench, "/v1/stream?gap=0.5&n=8"))
+        wait_until(partial(streams_begun, begun), f"stream {begun} begun", 10)
     answered = Counter(get(bench, "/v1/me")[1].split()[0] for _round in range(6))
     results = [future.result(timeout=30) for future in long]
     streaming = {str(events[0][0]["front"]) for events in results}
