@@ -33,6 +33,7 @@ from tarn.stdlib.api_token import read_token
 from tarn.stdlib.config import TarnConfig
 from tarn.stdlib.hadoop_site import namenode_http_url
 from tarn.stdlib.kerberos import service_identity, webhdfs_auth
+from tarn.stdlib.launcher.supervise import exit_status
 from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_location
 
 log = logging.getLogger("tarn.controller")
@@ -93,8 +94,8 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
             left = registry.detach()
             log.info("leaving %d registrations to the ZooKeeper session for a successor", left)
         log.info("stopped")
-    # 128+N when YARN stopped it, as a stopped container's status (see tarn.stdlib.launcher.supervise)
-    return 128 + stopped_by[0] if stopped_by else 0
+    # 128+N when YARN stopped it, as the launcher reports a stop (tarn.stdlib.launcher.supervise)
+    return exit_status(-stopped_by[0]) if stopped_by else 0
 
 
 def start_ranger(settings: PluginSettings) -> Refresher:
