@@ -36,6 +36,7 @@ checks=(
   "kadmin.local                krb5-admin-server tests/integration/test_kerberos_spnego.py (principals, keytabs)"
   "kinit                       krb5-user        tests/integration/test_kerberos_spnego.py (a ticket cache)"
   "klist                       krb5-user        tests/integration/test_kerberos_spnego.py (a keytab's principals)"
+  "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 libfaketime tests/e2e/test_kerberos.py (a clock minutes off)"
   "wrk                         wrk              bench/entry_overhead.py (the C load generator)"
   "nfs-ls                      libnfs-utils     tests/e2e/test_nfs_gateway.py (userspace NFSv3 client)"
   "nfs-cat                     libnfs-utils     tests/e2e/test_nfs_gateway.py (userspace NFSv3 client)"

@@ -23,6 +23,10 @@ description:
     in flight is lost) and READY again before the next.
   - The service's C(version) carries a digest of its spec and of the TARN code shipped with it,
     so a new TARN release also upgrades a running service.
+  - On a Kerberized cluster whose C(fs.defaultFS) is an HDFS HA nameservice, creating the service
+    warns that YARN's service AM keeps the submission's HDFS token there and fails to launch
+    containers once it passes C(dfs.namenode.delegation.token.max-lifetime); stop and start the
+    service before then (docs/kerberos.md).
 author:
   - TARN developers (@tarn-developers)
 extends_documentation_fragment:
@@ -173,6 +177,7 @@ def deploy(module):
             token=desired.config.token if desired else None,
             controller_url=params.get("controller_url"),
             log=module.log,
+            warn=module.warn,
         )
         actual = tarn_service.apply(cluster, name, plan, desired, options)
     result = dict(changed=plan.changed, actions=plan.actions(), instances=instances(actual))

@@ -130,9 +130,13 @@ def submit(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     if args.dry_run or target is None:
         print(json.dumps(desired.spec, indent=2, sort_keys=True))
         return 0
-    reply = service.create(target, desired)
+    reply = service.create(target, desired, service.Options(warn=_warn))
     print(f"submitted service {config.service_name}: {reply.get('diagnostics', reply.get('state', ''))}")
     return 0
+
+
+def _warn(text: str) -> None:
+    print(f"tarn: warning: {text}", file=sys.stderr)
 
 
 # ---- the other commands

@@ -14,7 +14,14 @@ from tarn.errors import ConfigError
 from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
 from tarn.stdlib.webhdfs import namenode_location
 
-__all__ = ["client_conf_dir", "read_properties", "resource_manager_urls", "rm_web_urls", "webhdfs_url"]
+__all__ = [
+    "client_conf_dir",
+    "client_site",
+    "read_properties",
+    "resource_manager_urls",
+    "rm_web_urls",
+    "webhdfs_url",
+]
 
 Properties = Mapping[str, str]
 
@@ -22,6 +29,13 @@ Properties = Mapping[str, str]
 def client_conf_dir(explicit: str | None, environ: Mapping[str, str]) -> Path:
     """--conf-dir, else $HADOOP_CONF_DIR (set in YARN containers too), else /etc/hadoop/conf."""
     return Path(explicit or environ.get("HADOOP_CONF_DIR") or "/etc/hadoop/conf")
+
+
+def client_site(conf_dir: Path | None) -> dict[str, str]:
+    """core-site.xml and hdfs-site.xml of ``conf_dir`` as one mapping (empty without a directory)."""
+    if conf_dir is None:
+        return {}
+    return read_properties(conf_dir / "core-site.xml") | read_properties(conf_dir / "hdfs-site.xml")
 
 
 def resource_manager_urls(explicit: Sequence[str] | None, conf_dir: Path) -> list[str]:

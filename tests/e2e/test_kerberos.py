@@ -1,7 +1,8 @@
 """TARN on the secure lab (Kerberos, HDFS over SASL and HTTPS): what only a secure cluster shows.
 
 * Bad identities fail before anything is submitted, each naming its fix, and leave nothing on HDFS
-  or in the RM.
+  or in the RM: among them a ticket cache whose tickets have ended, and this host's clock 15
+  minutes ahead of the KDC's (libfaketime moves the clock of the `tarn` process alone).
 * No TARN component reaches HDFS or the RM with simple authentication (the daemons' own logs).
 
 A service outliving its delegation tokens is not tested yet: with lifetimes of minutes, YARN's
@@ -70,6 +71,36 @@ class BadIdentity:
     fix: str  # a piece of the one-line error
 
 
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"  # Debian's libfaketime (lab/preflight.sh)
+SKEW = "+15m"  # beyond Kerberos' limit (krb5.conf's clockskew, 5 minutes by default)
+
+
+def kinit(cache: str, *flags: str) -> None:
+    """Tickets of the lab's user tarn@TARN.LAB into ``cache``, as an operator's kinit does."""
+    keytab = lab_client.user_keytab(lab_client.USER)
+    subprocess.run(["kinit", *flags, "-kt", str(keytab), "-c", cache, lab_client.USER_PRINCIPAL], check=True)
+
+
+def ticket_cache_only(cache: str) -> dict[str, str]:
+    return {"TARN_PRINCIPAL": "", "TARN_KEYTAB": "", "KRB5CCNAME": cache}
+
+
+def expired_ticket(tmp: Path) -> BadIdentity:
+    cache = f"FILE:{tmp / 'expired.ccache'}"
+    kinit(cache, "-l", "2s")
+    time.sleep(3)  # past the tickets' end (MIT counts whole seconds)
+    return BadIdentity(("--kerberos",), ticket_cache_only(cache), "has expired: run kinit again")
+
+
+def clock_ahead(tmp: Path) -> BadIdentity:
+    """Valid tickets, then this host's clock jumps ahead: each authenticator TARN makes is 15 minutes
+    off, and the KDC refuses the service ticket (MIT corrects a skew only when it logs in anew)."""
+    cache = f"FILE:{tmp / 'skewed.ccache'}"
+    kinit(cache)
+    faked = {"LD_PRELOAD": LIBFAKETIME, "FAKETIME": SKEW, "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    return BadIdentity(("--kerberos",), ticket_cache_only(cache) | faked, "synchronize them (NTP)")
+
+
 def bad_identities(tmp: Path) -> dict[str, BadIdentity]:
     empty_cache = f"FILE:{tmp / 'empty.ccache'}"
     return {
@@ -82,8 +113,7 @@ def bad_identities(tmp: Path) -> dict[str, BadIdentity]:
         "operator keytab missing": BadIdentity(("--keytab", str(tmp / "absent.keytab")), {}, "absent.keytab"),
         "operator keytab without the principal": BadIdentity(
             ("--principal", "alice@TARN.LAB"), {}, "holds no key for alice@TARN.LAB"),
-        "no ticket and no keytab": BadIdentity(
-            ("--kerberos",), {"TARN_PRINCIPAL": "", "TARN_KEYTAB": "", "KRB5CCNAME": empty_cache}, "kinit"),
+        "no ticket and no keytab": BadIdentity(("--kerberos",), ticket_cache_only(empty_cache), "kinit"),
         "simple authentication on a Kerberized cluster": BadIdentity(
             (), {"TARN_PRINCIPAL": "", "TARN_KEYTAB": "", "HADOOP_CONF_DIR": str(tmp / "conf")},
             "--kerberos"),
@@ -98,14 +128,17 @@ CASES = [
     "operator keytab without the principal",
     "no ticket and no keytab",
     "simple authentication on a Kerberized cluster",
+    "an expired ticket",
+    "this host's clock 15 minutes ahead",
 ]
+PREPARED = {"an expired ticket": expired_ticket, "this host's clock 15 minutes ahead": clock_ahead}
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_bad_identity_fails_early_naming_the_fix(
     case: str, tmp_path: Path, rm: ResourceManager, hdfs: WebHdfsClient, models: str
 ) -> None:
-    bad = bad_identities(tmp_path)[case]
+    bad = PREPARED[case](tmp_path) if case in PREPARED else bad_identities(tmp_path)[case]
     conf = tmp_path / "conf"  # a client configuration that says Kerberos, as a secure cluster's does
     conf.mkdir()
     (conf / "core-site.xml").write_text(

@@ -44,3 +44,41 @@ def am_conf_file(rm_conf: Mapping[str, str], user: str, name: str) -> tuple[str,
     properties = {key: value for key, value in rm_conf.items() if key.startswith(RESOURCE_TYPES_PREFIX)}
     properties[USE_IP] = "false"
     return f"{yarn_service_dir(rm_conf, user, name)}/conf/{AM_CONF_FILE}", properties_xml(properties)
+
+
+# HDFS HA: there the RM names the token by the nameservice (``ha-hdfs:<ns>``) and the AM's HDFS
+# client copies it onto each NameNode's address under that same look-up rule, so use_ip=false
+# finds it all the same. No file of the AM's can steer it off the token; only a new submission
+# (stop, then start) brings a new one.
+NAMESERVICES = "dfs.nameservices"
+FAILOVER_PROVIDER = "dfs.client.failover.proxy.provider."
+MAX_LIFETIME = "dfs.namenode.delegation.token.max-lifetime"
+MAX_LIFETIME_DEFAULT_MS = 7 * 24 * 3600 * 1000
+
+
+def ha_nameservice(conf: Mapping[str, str]) -> str | None:
+    """The HA nameservice that fs.defaultFS names (``hdfs://<ns>``), or None for one NameNode."""
+    url = urlparse(conf.get("fs.defaultFS", ""))
+    if url.scheme != "hdfs" or not url.hostname or url.port:
+        return None
+    listed = {part.strip() for part in conf.get(NAMESERVICES, "").split(",")}
+    return url.hostname if url.hostname in listed or FAILOVER_PROVIDER + url.hostname in conf else None
+
+
+def ha_token_warning(conf: Mapping[str, str], name: str) -> str | None:
+    """What an operator must know before submitting ``name`` to a Kerberized HDFS HA, or None."""
+    nameservice = ha_nameservice(conf)
+    if nameservice is None:
+        return None
+    try:
+        lifetime_ms = int(conf.get(MAX_LIFETIME) or MAX_LIFETIME_DEFAULT_MS)
+    except ValueError:
+        lifetime_ms = MAX_LIFETIME_DEFAULT_MS
+    return (
+        f"service {name}: HDFS is HA (nameservice {nameservice}), where YARN's service AM keeps "
+        f"using the submission's HDFS delegation token (a Hadoop fault, docs/kerberos.md): "
+        f"{lifetime_ms / 86_400_000:g} days after this submission ({MAX_LIFETIME}) the AM can launch "
+        "no container, and a lost instance is not replaced. Stop and start the service before then "
+        "(tarn_deploy state stopped, then started; or yarn app -stop, then -start): a start is a new "
+        "submission, with new tokens"
+    )

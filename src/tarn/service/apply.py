@@ -8,7 +8,8 @@ from typing import Any
 
 from tarn.clients.resourcemanager import ResourceManager, node_gpus
 from tarn.errors import ClusterError, ConfigError, TarnError
-from tarn.service.am_conf import am_conf_file, yarn_service_dir
+from tarn.hadoop_conf import client_site
+from tarn.service.am_conf import am_conf_file, ha_token_warning, yarn_service_dir
 from tarn.service.artifacts import Desired, artifact_dir
 from tarn.service.cluster import Cluster
 from tarn.service.options import Options
@@ -65,7 +66,7 @@ def apply(cluster: Cluster, name: str, steps: Plan, desired: Desired | None, opt
         return rm.service(name)
     if steps.create:
         assert desired is not None
-        create(cluster, desired)
+        create(cluster, desired, options)
         if options.wait:
             wait_ready(rm, name, desired.config.min_instances, options)
     if steps.start:
@@ -105,7 +106,7 @@ def upload(cluster: Cluster, desired: Desired) -> None:
         cluster.hdfs.write(path, data, permission="600")
 
 
-def create(cluster: Cluster, desired: Desired) -> JSON:
+def create(cluster: Cluster, desired: Desired, options: Options) -> JSON:
     """Upload the service's files, then submit it; a refused submission removes the files again."""
     name = desired.config.service_name
     if cluster.rm.service(name) is not None:
@@ -115,6 +116,8 @@ def create(cluster: Cluster, desired: Desired) -> JSON:
     check_gpus(cluster.rm, desired.config)
     # Kerberos: the AM's own configuration, so that it outlives the submission's HDFS token
     rm_conf = cluster.rm.configuration() if cluster.identity else None
+    if rm_conf is not None and (warning := ha_token_warning(client_site(cluster.conf_dir) | rm_conf, name)):
+        options.warn(warning)
     try:
         upload(cluster, desired)
         if rm_conf is not None:

@@ -18,4 +18,5 @@ class Options:
     token: Secret | None = None  # the controller's API token, to drain instances
     controller_url: str | None = None  # default: the controller container's host and --am-port
     log: Log = field(default=lambda text: None)
+    warn: Log = field(default=lambda text: None)  # what the operator must act on (a module's warnings)
     poll: float = 2.0

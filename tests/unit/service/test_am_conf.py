@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tarn.service.am_conf import USE_IP, am_conf_file, yarn_service_dir
+from tarn.service.am_conf import USE_IP, am_conf_file, ha_nameservice, ha_token_warning, yarn_service_dir
 from tarn.stdlib.hadoop_site import read_properties
 
 RM_CONF = {
@@ -54,3 +54,33 @@ def test_a_cluster_without_resource_types_still_gets_the_setting(tmp_path: Path)
     data = am_conf_file({}, "tarn", "demo")[1]
     (tmp_path / "r.xml").write_bytes(data)
     assert read_properties(tmp_path / "r.xml") == {USE_IP: "false"}
+
+
+# ---- HDFS HA: the AM keeps the submission's token there; the operator is told when it lapses
+
+
+@pytest.mark.parametrize(
+    ("conf", "expected"),
+    [
+        ({"fs.defaultFS": "hdfs://prod", "dfs.nameservices": "prod"}, "prod"),
+        ({"fs.defaultFS": "hdfs://prod", "dfs.nameservices": "other, prod"}, "prod"),
+        ({"fs.defaultFS": "hdfs://prod/", "dfs.client.failover.proxy.provider.prod": "x.Provider"}, "prod"),
+        ({"fs.defaultFS": "hdfs://nn1.example.com:8020", "dfs.nameservices": "prod"}, None),
+        ({"fs.defaultFS": "hdfs://nn1.example.com"}, None),  # one NameNode on the default port
+        ({"fs.defaultFS": "s3a://bucket", "dfs.nameservices": "bucket"}, None),
+        ({}, None),
+    ],
+)
+def test_ha_nameservice(conf: dict[str, str], expected: str | None) -> None:
+    assert ha_nameservice(conf) == expected
+
+
+def test_the_warning_names_the_lifetime_the_namenode_gives_and_the_way_out() -> None:
+    conf = {"fs.defaultFS": "hdfs://prod", "dfs.nameservices": "prod",
+            "dfs.namenode.delegation.token.max-lifetime": "172800000"}  # fmt: skip
+    warning = ha_token_warning(conf, "llm")
+    assert warning is not None
+    assert warning.startswith("service llm: HDFS is HA (nameservice prod)")
+    assert "2 days after this submission" in warning
+    assert "Stop and start the service" in warning
+    assert ha_token_warning({"fs.defaultFS": "hdfs://nn:8020"}, "llm") is None

@@ -8,9 +8,13 @@ from __future__ import annotations
 import base64
 import ctypes
 import ctypes.util
+import os
+import shutil
 import socket
 import struct
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -147,6 +151,30 @@ def test_keytab_errors_name_the_flag(tmp_path: Path, content: bytes | None, mess
 def test_a_directory_is_no_keytab(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is a directory"):
         keytab_principals(str(tmp_path))
+
+
+def test_a_keytab_the_user_cannot_read(tmp_path: Path) -> None:
+    """A real EACCES: as root (CI), the check runs as nobody (setpriv) on a root-only keytab."""
+    home = Path(tempfile.mkdtemp(dir="/tmp"))  # traversable by nobody, unlike pytest's tmp_path
+    try:
+        home.chmod(0o755)
+        keytab = home / "tarn.keytab"
+        keytab.write_bytes(KADMIN_KEYTAB)
+        keytab.chmod(0o600 if os.geteuid() == 0 else 0)
+        check = f"from tarn.stdlib.kerberos import keytab_principals; keytab_principals({str(keytab)!r})"
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+        src = Path(kerberos.__file__).parents[2]
+        done = subprocess.run(
+            [*nobody, "/usr/bin/python3", "-c", check],
+            env={"PYTHONPATH": str(src)}, capture_output=True, text=True, check=False, cwd="/",
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(home)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"tarn.errors.ConfigError: --keytab: cannot read {keytab} (Permission denied); "
+        "the user running TARN must be able to read it"
+    )
 
 
 def test_check_finds_a_principal_the_keytab_lacks_before_any_kdc(tmp_path: Path) -> None:
