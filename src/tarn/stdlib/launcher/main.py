@@ -43,6 +43,11 @@ from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_location
 log = logging.getLogger("tarn.launcher")
 # Longer than the NodeManager's SIGKILL delay (the yarn_nodemanager role's default: 10 s).
 PORT_WAIT_S = 30.0
+# Shorter than that delay. On YARN's SIGTERM Triton waits for its in-flight requests and for every
+# open HTTP connection, the idle keep-alive ones of HAProxy and Knox included, 30 s by default: a
+# stop with clients connected ended in the SIGKILL, without the backends' clean-up. The controller
+# drains an instance before it stops one, so what a stop finds is idle connections.
+TRITON_EXIT_TIMEOUT_S = 5
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -171,6 +176,7 @@ def triton_command(args: argparse.Namespace, repository: Path, server_id: str = 
         "--metrics-config=summary_latencies=true",  # per-model p50/p99 for the controller's figures
         "--model-control-mode=explicit",
         "--load-model=*",
+        f"--exit-timeout-secs={TRITON_EXIT_TIMEOUT_S}",
     ]
 
 

@@ -60,6 +60,7 @@ def test_launch_command_per_parallelism(tp: int, pp: int, tmp_path: Path) -> Non
         assert command[0] == "tritonserver"
         assert "--http-port=8000" in command
         assert "--id=container_01_000002" in command  # the controller checks the server is its own
+        assert "--exit-timeout-secs=5" in command  # ends before the NodeManager's SIGKILL (10 s)
         assert not any(a.startswith("--backend-config") for a in command)
         assert "CUDA_VISIBLE_DEVICES" not in env
         return
