@@ -153,7 +153,7 @@ def test_a_directory_is_no_keytab(tmp_path: Path) -> None:
         keytab_principals(str(tmp_path))
 
 
-def test_a_keytab_the_user_cannot_read(tmp_path: Path) -> None:
+def test_a_keytab_the_user_cannot_read() -> None:
     """A real EACCES: as root (CI), the check runs as nobody (setpriv) on a root-only keytab."""
     home = Path(tempfile.mkdtemp(dir="/tmp"))  # traversable by nobody, unlike pytest's tmp_path
     try:
