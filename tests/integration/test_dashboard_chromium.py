@@ -68,6 +68,25 @@ def generating() -> Iterator[tuple[Lab, str]]:
         server.server_close()
 
 
+@pytest.fixture
+def streaming() -> Iterator[str]:
+    """A service of 2 the autoscaler scales on its OpenAI fronts' streams, served on loopback."""
+    lab = make(
+        instances=2, scraper_type=FrontScraper, openai_port=9000, anti_affinity=False, port_stride=10,
+        scale_on="streams", scale_up_at=2.5, scale_down_at=0.0,
+    )  # fmt: skip
+    assert isinstance(lab.scraper, FrontScraper)
+    lab.scraper.inflight = {"triton-0": 1.0, "triton-1": 1.0}
+    lab.scraper.fronts = {"triton-0": Counters(), "triton-1": Counters()}
+    lab.ticks(2)
+    server = serve(Api(lab.controller, Secret(TOKEN)), "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/dashboard?token={TOKEN}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def browse(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(ARTIFACTS)}
     # virtual time: the page's fetches and drawing finish before the DOM is dumped
@@ -100,6 +119,9 @@ def test_the_charts_show_the_rise_and_the_scale_event(scaled: tuple[Lab, str]) -
     assert ups
     assert ups[-1] == ("2", str(target))
     assert attribute(dom, r'data-threshold="scale-up" data-value="([\d.]+)"') == ["0.8"]
+    assert "<h3>Load (mean; scale-up and scale-down thresholds dashed)</h3>" in dom
+    note = "autoscaler: load per ready instance (mean, 0..1); more instances above 0.8, fewer below 0.2"
+    assert note in dom
     # the per-model table: add_one's request rate as the fake instances served it
     served = sum(6.0 * 10 / 2.0 for _i in range(2))  # 10 requests per unit in flight per 2 s tick
     row = dom[dom.index("<h2>Models</h2>") :]
@@ -138,3 +160,15 @@ def test_the_llm_section_shows_the_tokens_the_fronts_counted(generating: tuple[L
     assert TOKEN not in dom.replace(url, "")
     assert shot.stat().st_size > 20_000
     print(f"\n[dashboard] LLM section: {users}; screenshot {shot}")
+
+
+def test_the_load_thresholds_are_drawn_only_when_the_load_is_scaled_on(streaming: str) -> None:
+    dom = browse("--dump-dom", streaming).stdout
+    assert attribute(dom, r'data-chart="([a-z]+)"')[1] == "load"  # drawn, from /dashboard/data
+    assert "data-threshold" not in dom, "the load's thresholds are not the ones in force"
+    assert "<h3>Load (mean)</h3>" in dom
+    note = (
+        "autoscaler: OpenAI fronts' streams in flight per ready instance (mean); more instances above "
+        "2.5, never fewer on this signal (--scale-down-at 0)"
+    )
+    assert note in dom

@@ -10,6 +10,10 @@ Where OpenAI fronts run (``--openai-port``), a section "LLM (OpenAI API)" shows 
 (tarn.controller.llm, cut the same way): tokens and requests per user and model, streams and token
 timings per model; the containers table gains each front's streams, the charts the tokens per second,
 the streams and the time to first token.
+
+The page says in words what the autoscaler watches and its thresholds in force (``scaling_note``):
+the load chart draws its dashed thresholds only when that is the load (the streams chart shows the
+total, not the mean per instance that queue and streams thresholds are against).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from html import escape
 from tarn.controller.llm import LlmView, ModelRow, UserModelRow
 from tarn.controller.snapshot import InstanceView, Snapshot
 from tarn.ranger.state import Health
+from tarn.stdlib.config import TarnConfig, cli_flag
 
 STYLE = """
 body{font:14px system-ui,sans-serif;margin:1.5em;color:#1d2430;background:#f7f8fa}
@@ -37,6 +42,19 @@ th{background:#eef1f5} .READY{color:#137333} .DRAINING{color:#b06000}
 """
 CHARTS = ("instances", "load", "requests", "latency", "gpu")  # the ids /dashboard.js draws into
 LLM_CHARTS = ("tokens", "streams", "ttft")  # drawn too where OpenAI fronts run
+SIGNALS = {  # --scale-on: what its figure is, each a mean over the ready instances
+    "load": "load per ready instance (mean, 0..1)",
+    "queue": "Triton's pending requests per ready instance (mean)",
+    "streams": "OpenAI fronts' streams in flight per ready instance (mean)",
+}
+
+
+def scaling_note(config: TarnConfig) -> str:
+    """What the autoscaler watches (--scale-on) and the thresholds in force, in words."""
+    up, down = config.scale_thresholds
+    flag = cli_flag("scale_down" if config.scale_on == "load" else "scale_down_at")
+    fewer = f"fewer below {down:g}" if down > 0 else f"never fewer on this signal ({flag} 0)"
+    return f"autoscaler: {SIGNALS[config.scale_on]}; more instances above {up:g}, {fewer}"
 
 
 def render_dashboard(
@@ -45,9 +63,11 @@ def render_dashboard(
     ranger: Health | None = None,
     user: str | None = None,
     llm: LlmView | None = None,
+    scaling: str | None = None,
 ) -> str:
     """``ranger``: the policies' health (None: Ranger off); ``user``: who the models are shown for;
-    ``llm``: the OpenAI fronts' figures, cut like the snapshot (None or not ``shown``: no section)."""
+    ``llm``: the OpenAI fronts' figures, cut like the snapshot (None or not ``shown``: no section);
+    ``scaling``: what the autoscaler watches (``scaling_note``; None: not said)."""
     fronts = llm is not None and llm.shown
     charts = CHARTS + LLM_CHARTS if fronts else CHARTS
     container_columns = ["instance", "state", "host", "HTTP", "load", "req/s", "GPUs", "models", "container"]
@@ -69,7 +89,7 @@ def render_dashboard(
         cards.append(("requests held", str(snap.held)))
         if snap.held:
             cards.append(("oldest held", f"{snap.held_oldest_s:.1f} s"))
-    notes: list[str] = []
+    notes = [scaling] if scaling else []
     problems = list(snap.problems)
     if ranger is not None:
         version = f" v{ranger.policy_version}" if ranger.policy_version >= 0 else ""

@@ -2,7 +2,9 @@
 controller only; nothing comes from a CDN). Every refresh it fetches /dashboard/data (charts)
 and /dashboard (cards and tables) with the page's own query (its ?token= if it has one), and
 swaps them in place: no full reload. Charts are plain SVG; each series' last value and each
-scaling event are in data attributes, for people and tests to read. A chart whose box the page
+scaling event are in data attributes, for people and tests to read. The load chart's dashed
+thresholds are drawn only when the autoscaler scales on the load (``scale_on``); the page says in
+words what it watches otherwise. A chart whose box the page
 lacks is not drawn (the OpenAI fronts' charts, on a service without fronts)."""
 
 DASHBOARD_JS = r"""
@@ -13,8 +15,8 @@ DASHBOARD_JS = r"""
   var CHARTS = [
     {id: "instances", title: "Instances", unit: "", integer: true, series: [
       ["target", "#1a73e8"], ["ready", "#137333"], ["registered", "#b06000"]]},
-    {id: "load", title: "Load (mean; scale-up and scale-down thresholds dashed)", unit: "", series: [
-      ["load", "#1a73e8"]], thresholds: true},
+    {id: "load", title: "Load (mean)", unit: "", series: [["load", "#1a73e8"]], thresholds: "load",
+      thresholdsTitle: "Load (mean; scale-up and scale-down thresholds dashed)"},
     {id: "requests", title: "Requests per second (failures in red)", unit: "/s", series: [
       ["requests_per_s", "#1a73e8"], ["failures_per_s", "#a50e0e"]]},
     {id: "latency", title: "Latency: mean, slowest model's p99, queue (ms)", unit: "ms", scale: 1000,
@@ -50,17 +52,20 @@ DASHBOARD_JS = r"""
     var box = document.getElementById("chart-" + chart.id);
     if (!box) { return; }
     var points = data.points;
+    // the thresholds are drawn only where they are the ones in force (scale_on: the chart's signal)
+    var thresholds = chart.thresholds !== undefined && chart.thresholds === data.scale_on;
+    var title = thresholds ? chart.thresholdsTitle : chart.title;
     var t0 = points.length ? points[0].at : 0, t1 = points.length ? points[points.length - 1].at : 1;
     var scale = chart.scale || 1, max = 0;
     chart.series.forEach(function (s) {
       points.forEach(function (p) { if (p[s[0]] !== null) { max = Math.max(max, p[s[0]] * scale); } });
     });
-    if (chart.thresholds) { max = Math.max(max, data.scale_up * 1.25); }
+    if (thresholds) { max = Math.max(max, data.scale_up * 1.25); }
     if (chart.id === "instances") { max = Math.max(max, data.max_instances); }
     max = max || 1;
     var x = function (t) { return PAD + (t1 > t0 ? (t - t0) / (t1 - t0) : 1) * (W - PAD - 6); };
     var y = function (v) { return H - 18 - (v / max) * (H - 30); };
-    var svg = el("svg", {viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": chart.title,
+    var svg = el("svg", {viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": title,
       "data-chart": chart.id});
     el("line", {x1: PAD, y1: H - 18, x2: W - 6, y2: H - 18, stroke: "#d5d9e0"}, svg);
     el("text", {x: 2, y: 14, "font-size": 10, fill: "#5f6368"}, svg).textContent = fmt(max / scale, chart);
@@ -70,7 +75,7 @@ DASHBOARD_JS = r"""
       el("text", {x: W - 6, y: H - 4, "font-size": 10, fill: "#5f6368", "text-anchor": "end"}, svg)
         .textContent = clock(t1);
     }
-    if (chart.thresholds) {
+    if (thresholds) {
       [["scale-up", data.scale_up], ["scale-down", data.scale_down]].forEach(function (th) {
         el("line", {x1: PAD, x2: W - 6, y1: y(th[1]), y2: y(th[1]), stroke: "#9aa0a6",
           "stroke-dasharray": "4 3", "data-threshold": th[0], "data-value": th[1]}, svg);
@@ -97,7 +102,7 @@ DASHBOARD_JS = r"""
       legend.push('<span style="color:' + s[1] + '">\u25a0 ' + name.replace(/_/g, " ") + " " +
         fmt(last, chart) + "</span>");
     });
-    box.innerHTML = "<h3>" + chart.title + "</h3><div class=legend>" + legend.join(" ") + "</div>";
+    box.innerHTML = "<h3>" + title + "</h3><div class=legend>" + legend.join(" ") + "</div>";
     box.appendChild(svg);
   }
 

@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from tarn.activator.demand import Report
-from tarn.controller.dashboard import render_dashboard
+from tarn.controller.dashboard import render_dashboard, scaling_note
 from tarn.controller.dashboard_script import DASHBOARD_JS
 from tarn.controller.llm import LlmView
 from tarn.controller.llm import view as llm_view
@@ -323,7 +323,8 @@ def _instances(api: Api, query: dict[str, str], headers: Any, client_ip: str) ->
 def _dashboard(api: Api, headers: Any, client_ip: str) -> tuple[int, str, bytes]:
     ranger = None if api.authorizer is None else api.authorizer.health()
     snap, llm = api.dashboard_for(headers, client_ip)
-    page = render_dashboard(snap, ranger=ranger, user=requester(headers), llm=llm)
+    scaling = scaling_note(api.controller.config)
+    page = render_dashboard(snap, ranger=ranger, user=requester(headers), llm=llm, scaling=scaling)
     return 200, "text/html; charset=utf-8", page.encode()
 
 
@@ -336,7 +337,9 @@ def _dashboard_data(api: Api) -> tuple[int, str, bytes]:
         {
             "points": api.controller.timeline.points(),
             "events": [asdict(event) for event in snap.history],
-            "scale_on": config.scale_on,  # the signal the autoscaler watches; the thresholds are the load's
+            # the signal the autoscaler watches; scale_up and scale_down are the load's thresholds,
+            # in force (and drawn on the load chart) only when scale_on is "load"
+            "scale_on": config.scale_on,
             "scale_up": config.scale_up,
             "scale_down": config.scale_down,
             "max_instances": config.max_instances,

@@ -146,6 +146,8 @@ def test_dashboard_lists_the_instances(api_url: str) -> None:
     assert b"triton-0" in page.body
     assert b"triton-1" in page.body
     assert TOKEN.encode() not in page.body
+    note = b"autoscaler: load per ready instance (mean, 0..1); more instances above 0.8, fewer below 0.2"
+    assert b"<p>" + note + b"</p>" in page.body
 
 
 def test_drain_over_http(api_url: str) -> None:
