@@ -13,8 +13,14 @@ long ones. 2 slots, not a GPU server's dozens, so that a few long streams fill a
 2-core machine: what matters is the share of slots the long generations hold. Each instance is
 pinned to a core of its own where the machine has two (``taskset``): an instance's compute is its
 own, as a GPU is, and one that streams long generations is slower to start the next one. HAProxy
-runs the role's openai_backend settings (roles/haproxy/templates/haproxy.cfg.j2): the balance, the
-10 minute server and tunnel timeouts, http-no-delay, http-buffer-request, retries, checks.
+runs the haproxy role's own /v1 backend: roles/haproxy/templates/haproxy.cfg.j2 is rendered by
+Ansible from the role's defaults and vars (tests/support/haproxy.py's ``render_role_cfg``, with the
+venv's ansible-playbook) once per policy, with ``haproxy_openai_balance`` set to it and the
+activator off, and the bench takes the ``openai_backend`` section as rendered (the balance, the 10
+minute server and tunnel timeouts, http-no-delay, http-buffer-request, retries, checks,
+default-server), with its two fronts in place of the role's disabled server slots, behind the
+role's global and defaults less what is the host's (``HOST_ONLY``: syslog, chroot, user, the
+/var/run socket, the server-state file) and a frontend of its own on loopback.
 
 The workload (a fixed seed, the same schedule for both policies): short chats at tiny_lm's full
 speed arriving at a steady Poisson rate, and long generations of about 3 s among them, paced
@@ -54,6 +60,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -63,6 +70,7 @@ from tarn.haproxy.runtime import RuntimeApi, RuntimeApiError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
 from bench.result import Figure, Result
+from tests.support.haproxy import render_role_cfg
 
 ROOT = Path(__file__).resolve().parents[1]
 REPOSITORY = ROOT / "examples" / "llm_repository"
@@ -246,46 +254,91 @@ def stop_instance(instance: Instance) -> None:
 # ---- HAProxy: the role's openai_backend, with one balance or the other
 
 
-HAPROXY_CFG = """
-global
-    maxconn 4096
-    stats socket {socket} mode 600 level admin
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 50s
-    timeout server 50s
-    option idle-close-on-response
-frontend entry
-    bind 127.0.0.1:{entry}
-    acl tarn_openai path_beg /v1/
-    use_backend openai_backend if tarn_openai
-backend openai_backend
-    balance {balance}
-    timeout server 10m
-    timeout tunnel 10m
-    option http-no-delay
-    http-request del-header X-TARN-User
-    option httpchk GET /health
-    http-check expect status 200
-    retries 10
-    option redispatch 1
-    option http-buffer-request
-    retry-on conn-failure empty-response 503
-    default-server check inter 1s fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down
-    # which front answered, for this bench's count (not in the role)
-    http-response set-header X-TARN-Front %s
-{servers}
-"""
+# What of the role's global and defaults sections the bench leaves out: they are the host's (the
+# syslog at /dev/log and the request logs sent there, a chroot and the haproxy user, which need
+# root, the Runtime API socket in /var/run, the server-state file the next process loads). The
+# bench's HAProxy runs as whoever runs the bench and logs nothing, its socket in the scratch
+# folder; its servers are in its cfg, so it has no state to load. The rest (maxconn, the timeouts,
+# idle-close-on-response, mode http) is the role's as rendered.
+HOST_ONLY = {
+    "global": ("log", "chroot", "user", "group", "stats socket", "server-state-file"),
+    "defaults": ("log", "option httplog", "option dontlognull", "option dontlog-normal",
+                 "load-server-state-from-file"),
+}  # fmt: skip
+
+
+def section(cfg: str, header: str) -> list[str]:
+    """The directives of one section of an HAProxy cfg (``global``, ``defaults``, ``backend NAME``),
+    stripped, without its comments and blank lines."""
+    lines: list[str] | None = None
+    for line in cfg.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line[0].isspace():  # a section's header starts at the margin
+            if lines is not None:
+                break
+            if line.split() == header.split():
+                lines = []
+        elif lines is not None:
+            lines.append(line.strip())
+    if lines is None:
+        raise ValueError(f"no section {header!r} in the rendered cfg")
+    return lines
+
+
+def openai_section(cfg: str, backend: str, servers: Sequence[tuple[str, int]]) -> list[str]:
+    """The role's ``backend`` section out of its rendered haproxy.cfg (balance, timeouts, options,
+    retries, checks, header rules, default-server: as rendered) with the bench's ``servers``
+    (name, loopback port) in place of the role's. The role's ``server`` lines all go: its slots
+    are disabled placeholders that haproxy-sync points at instances through the Runtime API, and
+    a backup server is the activator, a service the bench does not run."""
+    kept = [line for line in section(cfg, f"backend {backend}") if line.split()[0] != "server"]
+    return [f"backend {backend}", *(f"    {line}" for line in kept)] + [
+        f"    server {name} 127.0.0.1:{port}" for name, port in servers
+    ]
+
+
+def loopback_cfg(cfg: str, backend: str, servers: Sequence[tuple[str, int]], entry: int, socket: Path) -> str:
+    """The bench's HAProxy cfg from the role's rendered one: its global and defaults less what is
+    the host's (HOST_ONLY), a frontend of the bench's own on 127.0.0.1:``entry`` that sends
+    everything to the role's ``backend``, and that backend with the bench's servers."""
+
+    def host_only(kind: str, line: str) -> bool:
+        return any(line == word or line.startswith(f"{word} ") for word in HOST_ONLY[kind])
+
+    return "\n".join([
+        "global",
+        *(f"    {line}" for line in section(cfg, "global") if not host_only("global", line)),
+        f"    stats socket {socket} mode 600 level admin",
+        "defaults",
+        *(f"    {line}" for line in section(cfg, "defaults") if not host_only("defaults", line)),
+        "frontend entry",  # the bench's own: the role's binds *:80 and routes /v2 to Triton too
+        f"    bind 127.0.0.1:{entry}",
+        f"    default_backend {backend}",
+        "    # not the role's: which front answered, for the bench's count",
+        "    http-response set-header X-TARN-Front %s",
+        *openai_section(cfg, backend, servers),
+        "",
+    ])  # fmt: skip
+
+
+def render_role(balance: str, directory: Path) -> str:
+    """The haproxy role's haproxy.cfg rendered by Ansible from its defaults and vars (as
+    tests/integration runs it), with ``haproxy_openai_balance`` set to ``balance`` and no
+    activator (its backup server line would point at a port nothing listens on here)."""
+    directory.mkdir()
+    rendered = render_role_cfg(directory, haproxy_openai_balance=balance, haproxy_activator_enabled="false")
+    return rendered.read_text()
 
 
 @contextlib.contextmanager
-def haproxy(balance: str, instances: list[Instance], scratch: Path) -> Any:
-    """A real HAProxy on a free loopback port, both fronts up in its backend; yields the port."""
+def haproxy(balance: str, rendered: str, instances: list[Instance], scratch: Path) -> Any:
+    """A real HAProxy on a free loopback port running the role's rendered /v1 backend with
+    both fronts up in it; yields the port."""
     entry, sock = free_port(), scratch / f"haproxy-{balance}.sock"
-    servers = "\n".join(f"    server {i.name} 127.0.0.1:{i.front_port}" for i in instances)
+    servers = [(i.name, i.front_port) for i in instances]
     cfg = scratch / f"haproxy-{balance}.cfg"
-    cfg.write_text(HAPROXY_CFG.format(socket=sock, entry=entry, balance=balance, servers=servers))
+    cfg.write_text(loopback_cfg(rendered, BACKEND, servers, entry, sock))
     process = subprocess.Popen(
         ["haproxy", "-f", str(cfg), "-db"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -536,6 +589,7 @@ def main() -> None:
     outcomes: dict[str, list[Outcome]] = {}
     with tempfile.TemporaryDirectory(prefix="tarn-bench-openai.") as folder:
         scratch = Path(folder)
+        rendered = {policy: render_role(policy, scratch / f"role-{policy}") for policy in POLICIES}
         triton = tritonserver(args.tritonserver, args.triton_venv, scratch)
         repository = stage_repository(scratch, args.slots)
         began = time.monotonic()
@@ -552,7 +606,7 @@ def main() -> None:
             for round_index in range(args.rounds):  # alternating, so drift on the machine hits both alike
                 order = POLICIES if round_index % 2 == 0 else POLICIES[::-1]
                 for policy in order:
-                    with haproxy(policy, instances, scratch) as entry:
+                    with haproxy(policy, rendered[policy], instances, scratch) as entry:
                         found = run_phase(entry, arrivals)
                     for outcome in found:
                         outcome.phase = round_index
