@@ -392,10 +392,12 @@ def users_counted(service: Service) -> dict[str, float]:
     return found
 
 
-def test_the_openai_client_through_knox_as_alice_and_bob(service: Service) -> None:
+def test_the_openai_client_through_knox_as_alice_and_bob(service: Service, hdfs: WebHdfsClient) -> None:
     """/v1 through Knox (issue 35): alice chats and completes, streamed and not, each event passed on
     as it comes; bob, whom Ranger lets infer only linear_onnx, gets 403 in OpenAI's shape and an
-    empty model list; the fronts count alice's tokens under her name, whatever X-TARN-User she sends."""
+    empty model list; the fronts count alice's tokens under her name, whatever X-TARN-User she sends;
+    Ranger's audit names each user and the model, allowed or denied, as for /v2."""
+    before = {e["id"] for e in audit_events(hdfs, AUDIT_DIR)}
     alice = openai_as("alice", **{"X-TARN-User": "bob"})  # Knox sets the header: never the client's word
     assert [m.id for m in alice.models.list()] == [LLM]
     messages: list[Any] = [{"role": "user", "content": "Tell me how a cluster serves models"}]
@@ -432,9 +434,19 @@ def test_the_openai_client_through_knox_as_alice_and_bob(service: Service) -> No
     while (users := users_counted(service)).get("alice") != counted and time.monotonic() < deadline:
         time.sleep(1)
     assert users == {"alice": counted}, f"the client counted {counted} tokens as alice; the fronts {users}"
+
+    def audited() -> set[tuple[str, int]] | None:
+        events = audit_events_since(hdfs, AUDIT_DIR, before)
+        on_llm = [e for e in events if (e["resource"], e["action"]) == (LLM, "infer")]
+        found = {(e["reqUser"], e["result"]) for e in on_llm}
+        return found if found >= {("alice", 1), ("bob", 0)} else None
+
+    decisions = wait_for(audited, 60, "Ranger's audit of alice's and bob's /v1 inference of tiny_lm")
+    assert decisions == {("alice", 1), ("bob", 0)}, decisions  # nobody else's name, no other verdict
     print(
         f"\n[knox] /v1 as alice: {counted} tokens, counted under alice; a stream's events "
-        f"{statistics.median(gaps):.3f} s apart (median; sent 0.2 s apart); bob: 403 {body}"
+        f"{statistics.median(gaps):.3f} s apart (median; sent 0.2 s apart); bob: 403 {body};"
+        f" Ranger's audit on HDFS (user, allowed) for infer of {LLM}: {sorted(decisions)}"
     )
 
 

@@ -10,7 +10,9 @@ controller's token counters equal to the client's usage, and the dashboard showi
 Chromium); a client that goes away, through either entry, stops its generation within 1 s
 (tiny_lm's own metrics); and, on two instances, a 120 s stream that arrives whole while the other
 instance's Triton is killed under a stream and a load of new requests (that stream ends with an
-error event, new requests fail none), beside 120 s streams through each entry on the survivor.
+error event, new requests fail none), beside 120 s streams through each entry on the survivor. The
+second instance is the autoscaler's (``--scale-on streams``), and a new stream through either entry
+goes to it, the instance with fewer streams.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ LONG_TOKENS, LONG_DELAY_S = 600, 0.2  # a stream of 120 s
 IDLE_S = 600  # the service starts at zero; it never idles this long once woken
 BURST, BURST_TOKENS = 20, 30  # streams from zero through each entry, and the tokens of each
 HAPROXY_USER = "anonymous"  # the fronts' name for a request without X-TARN-User (HAProxy drops it)
+# The autoscaler watches the fronts' streams in flight: above 2.5 per instance it adds one, and the
+# signal never removes one (--scale-down-at 0). The cooldown, counted from the wake, outlasts the
+# burst from zero (41 streams on the first instance for a few seconds); after it, only the last test
+# puts 3 streams on one instance.
+STREAMS_UP_AT, COOLDOWN_MS = 2.5, 20000
 
 
 def api(timeout: float = 60) -> openai.OpenAI:
@@ -129,7 +136,8 @@ def llm(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Llm
         "--openai-port", str(OPENAI_PORT),
         "--port-stride", str(STRIDE), "--no-anti-affinity", "--am-port", str(AM_PORT),
         "--min-instances", "0", "--max-instances", "2", "--scale-to-zero-after", str(IDLE_S),
-        "--cooldown", "3600000", "--tick-seconds", "1",
+        "--scale-on", "streams", "--scale-up-at", str(STREAMS_UP_AT), "--scale-down-at", "0",
+        "--cooldown", str(COOLDOWN_MS), "--tick-seconds", "1",
         "--gpus-per-instance", "0", "--memory-mb", "1024", "--vcores", "1", "--controller-memory-mb", "512",
         "--zk-ensemble", zk_hosts, "--zk-path", ZK_PATH, *CLUSTER,
         token=token, timeout=600,
@@ -375,6 +383,13 @@ class ShortLoad:
                 self.failed.append(f"{repr(exc)[:160]} at {time.monotonic() - self.since:+.2f} s")
 
 
+def scaling_events(service: Service) -> list[dict[str, Any]]:
+    """The controller's scaling history (the dashboard's): direction, targets and reason of each."""
+    answer = service.get("/dashboard/data")
+    assert answer.status_code == 200, answer.text
+    return list(answer.json()["events"])
+
+
 def carrying(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The instances whose tiny_lm generates now."""
     return [r for r in records if model_metric(r, "tiny_lm_streams_active") > 0]
@@ -397,16 +412,22 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
     wait_for(
         lambda: model_metric(survivor, "tiny_lm_streams_active") >= 3 or None, 10, "3 streams on the instance"
     )  # fmt: skip
-    scaled = tarn(
-        "scale", "2", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER,
-        token=llm.service.token, timeout=600,
-    )  # fmt: skip
-    assert scaled.returncode == 0, scaled.stderr
-    records = converged(llm, 2, 300)
-    doomed = Stream(0.1, 2000).start()  # HAProxy's leastconn: the instance without its long stream
+    crowded = time.monotonic()
+    records = converged(llm, 2, 300)  # the autoscaler's doing: 3 streams on one instance
+    grown = time.monotonic() - crowded
+    [scaled_up] = [e for e in scaling_events(llm.service) if (e["target_from"], e["target_to"]) == (1, 2)]
+    assert scaled_up["reason"].startswith("streams 3.00 > 2.5: 1 -> 2"), scaled_up
+    # Each entry sends a new stream to the instance with fewer: HAProxy's leastconn, and Knox's own
+    # count of its streams in flight (the held and the long one on the first instance).
+    doomed = Stream(0.1, 2000).start()
     [victim] = wait_for(
         lambda: [r for r in carrying(records) if r["container_id"] != survivor["container_id"]] or None,
         10, "a stream on the second instance",
+    )  # fmt: skip
+    knox_doomed = Stream(0.1, 2000, through_knox=True).start()
+    wait_for(
+        lambda: model_metric(victim, "tiny_lm_streams_active") >= 2 or None, 10,
+        "Knox's stream on the second instance too",
     )  # fmt: skip
     load = ShortLoad()
     workers = [threading.Thread(target=load.run, daemon=True) for _worker in range(2)]
@@ -419,6 +440,7 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
     )
     assert killed.returncode == 0, killed.stderr
     doomed.join(60)
+    knox_doomed.join(60)
     # The short requests go on until YARN's replacement serves beside the survivor (the killed
     # instance deregistered first: a replacement may come back on its host and port).
     wait_for(
@@ -439,7 +461,10 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
         f" {held_span:.1f} s, ended by {held.error!r};"
         f"\nthe long stream {len(long.times)} events over {span:.1f} s, ended by {long.error!r};"
         f"\nthrough Knox {len(knox_long.times)} events over {knox_span:.1f} s, ended by {knox_long.error!r};"
-        f"\nthe stream on the killed instance: {len(doomed.times)} events, then {doomed.error!r};"
+        f"\nthe autoscaler's second instance served {grown:.1f} s after the third stream:"
+        f" {scaled_up['reason']};"
+        f"\nthe streams on the killed instance: through HAProxy {len(doomed.times)} events, then"
+        f" {doomed.error!r}; through Knox {len(knox_doomed.times)} events, then {knox_doomed.error!r};"
         f"\nnew requests meanwhile: {load.ok} ok, {len(load.failed)} failed {load.failed[:3]}"
     )
     assert held.error is None
@@ -451,6 +476,7 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
     assert knox_long.error is None
     assert knox_long.text == expected, "the stream through Knox is not the text unstreamed"
     assert knox_span >= (LONG_TOKENS - 1) * LONG_DELAY_S * 0.95
-    assert isinstance(doomed.error, openai.APIError), "the cut stream must end with an error event"
-    assert doomed.times, "the doomed stream had started"
+    for cut in (doomed, knox_doomed):
+        assert isinstance(cut.error, openai.APIError), "a cut stream must end with an error event"
+        assert cut.times, "the doomed stream had started"
     assert (load.ok > 0, load.failed) == (True, [])
