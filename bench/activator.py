@@ -21,7 +21,6 @@ import argparse
 import http.client
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,13 +35,8 @@ from typing import Any
 from tarn import payload
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.common import free_port, percentile
 from bench.result import Figure, Result
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class Instances(BaseHTTPRequestHandler):
@@ -225,8 +219,7 @@ def entry_latency(zipapp: Path, requests: int) -> dict[str, Any]:
         source.shutdown()
     found: dict[str, Any] = {}
     for name, values in latencies.items():
-        ordered = sorted(values)
-        p99 = ordered[int(0.99 * len(ordered))]
+        p99 = percentile(values, 0.99)
         print(
             f"entry {name} the activator as backup: p50 {statistics.median(values) * 1e6:.0f} µs, "
             f"p99 {p99 * 1e6:.0f} µs over {len(values)} requests"

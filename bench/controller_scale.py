@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import resource
-import socket
 import statistics
 import sys
 import threading
@@ -33,6 +32,7 @@ from tarn.controller.observe import Scraper
 from tarn.stdlib.config import TarnConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.common import free_port
 from bench.result import Figure, Result
 
 METRICS_TEMPLATE = """\
@@ -170,12 +170,6 @@ def config(port: int, instances: int, tick: float) -> TarnConfig:
             tick_seconds=tick,
         )
     )  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def rss_mib() -> float:

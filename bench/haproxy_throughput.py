@@ -31,6 +31,7 @@ from tarn.haproxy.plan import AdminState
 from tarn.haproxy.runtime import parse_servers_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.common import percentile
 from bench.result import Figure, Result
 
 HAPROXY = "127.0.0.1:18000"
@@ -72,10 +73,6 @@ def hammer(url: str, seconds: float, threads: int) -> Hammered:
     for worker in workers:
         worker.join()
     return len(latencies) / (time.monotonic() - started), sorted(latencies), failures[0]
-
-
-def percentile(ordered: list[float], fraction: float) -> float:
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * 1000
 
 
 def backend_ready() -> set[str]:
@@ -123,7 +120,8 @@ def propagation(zk: KazooClient, rounds: int) -> tuple[list[float], list[float],
 def throughput(result: Hammered) -> dict[str, Any]:
     rps, latencies, failed = result
     return {
-        "requests_per_s": rps, "p50_ms": percentile(latencies, 0.5), "p99_ms": percentile(latencies, 0.99),
+        "requests_per_s": rps, "p50_ms": percentile(latencies, 0.5) * 1000,
+        "p99_ms": percentile(latencies, 0.99) * 1000,
         "requests": len(latencies), "failed": failed,
     }  # fmt: skip
 
@@ -136,8 +134,8 @@ def figures(
     return [
         {"name": "HAProxy requests/s", "value": balanced[0], "unit": "req/s", "baseline": direct[0],
          "baseline_name": "direct"},
-        {"name": "HAProxy p50", "value": percentile(balanced[1], 0.5), "unit": "ms",
-         "baseline": percentile(direct[1], 0.5), "baseline_name": "direct"},
+        {"name": "HAProxy p50", "value": percentile(balanced[1], 0.5) * 1000, "unit": "ms",
+         "baseline": percentile(direct[1], 0.5) * 1000, "baseline_name": "direct"},
         {"name": "znode added -> in HAProxy backend (median)", "value": statistics.median(added) * 1000,
          "unit": "ms", "baseline": read_ms, "baseline_name": "one backend read"},
         {"name": "znode deleted -> out of HAProxy backend (median)",
@@ -154,8 +152,8 @@ def compare_throughput(seconds: float, threads: int) -> dict[str, Hammered]:
         results[name] = hammer(url, seconds, threads)
     for name, (rps, latencies, failed) in results.items():
         print(
-            f"{name}: {rps:.0f} requests/s, p50 {percentile(latencies, 0.5):.1f} ms,"
-            f" p99 {percentile(latencies, 0.99):.1f} ms, {failed} failed"
+            f"{name}: {rps:.0f} requests/s, p50 {percentile(latencies, 0.5) * 1000:.1f} ms,"
+            f" p99 {percentile(latencies, 0.99) * 1000:.1f} ms, {failed} failed"
         )
     direct, balanced = results[DIRECT_NAME], results[HAPROXY_NAME]
     print(

@@ -54,7 +54,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -69,6 +68,7 @@ from typing import Any
 from tarn.haproxy.runtime import RuntimeApi, RuntimeApiError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
+from bench.common import free_port, percentile
 from bench.result import Figure, Result
 from tests.support.haproxy import render_role_cfg
 
@@ -80,12 +80,6 @@ ROLE_DEFAULTS = ROOT / "roles" / "triton_server" / "defaults" / "main.yml"
 BACKEND = "openai_backend"  # the role's default name
 POLICIES = ("leastconn", "roundrobin")
 GOAL = 0.5
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def wait_until(check: Any, what: str, timeout: float) -> None:
@@ -457,11 +451,6 @@ def run_phase(port: int, arrivals: list[Arrival]) -> list[Outcome]:
                 time.sleep(pause)
             futures.append(pool.submit(chat, port, arrival, index))
         return [f.result() for f in futures]
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def summary(outcomes: list[Outcome]) -> dict[str, Any]:
