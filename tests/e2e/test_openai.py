@@ -18,6 +18,7 @@ goes to it, the instance with fewer streams.
 from __future__ import annotations
 
 import html
+import math
 import os
 import re
 import ssl
@@ -64,8 +65,9 @@ HAPROXY_USER = "anonymous"  # the fronts' name for a request without X-TARN-User
 # The autoscaler watches the fronts' streams in flight: above 2.5 per instance it adds one, and the
 # signal never removes one (--scale-down-at 0). The cooldown, counted from the wake, outlasts the
 # burst from zero (41 streams on the first instance for a few seconds); after it, only the last test
-# puts 3 streams on one instance.
+# puts more than 2 streams on one instance (5).
 STREAMS_UP_AT, COOLDOWN_MS = 2.5, 20000
+SILENCE_S, SILENT_TOKENS = 100.0, 3  # a long prefill or a model's thinking: no byte for 100 s
 
 
 def api(timeout: float = 60) -> openai.OpenAI:
@@ -84,15 +86,16 @@ def knox_api(timeout: float = 60) -> openai.OpenAI:
     )
 
 
-def parameters(delay_s: float) -> dict[str, Any]:
-    """TARN's extension: tiny_lm's pause after each token."""
-    return {"parameters": {"token_delay_s": delay_s}}
+def parameters(delay_s: float, silence_s: float = 0.0) -> dict[str, Any]:
+    """TARN's extension: tiny_lm's pause after each token, and its silence before the first."""
+    return {"parameters": {"token_delay_s": delay_s, "first_token_delay_s": silence_s}}
 
 
 @dataclass
 class Llm:
     service: Service
     registered: Registered  # the znodes under the path HAProxy's sync and Knox watch
+    submitted_at: float  # wall clock
     held_long: Stream | None = None  # the 120 s stream the activator held at zero (first test)
 
     def records(self) -> list[dict[str, Any]]:
@@ -129,6 +132,7 @@ def llm(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Llm
     token = LAB_TOKEN.read_text().strip()
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
     hdfs.upload_tree(ROOT / "examples" / "llm_repository", MODELS_ON_HDFS)
+    submitted_at = time.time()
     submitted = tarn(
         "submit", "--service-name", SERVICE, "--user", LAB_USER, *lab_client.runtime_args(),
         "--model-repository", f"hdfs://{MODELS_ON_HDFS}",
@@ -146,7 +150,7 @@ def llm(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Llm
     zk = KazooClient(hosts=zk_hosts)
     zk.start(timeout=15)
     try:
-        found = Llm(Service(rm, token, SERVICE), Registered(zk, SERVICE))
+        found = Llm(Service(rm, token, SERVICE), Registered(zk, SERVICE), submitted_at)
         wait_for(lambda: at_zero(rm), 300, "the service READY at zero instances")
         yield found
     finally:
@@ -327,12 +331,15 @@ class Stream:
     delay_s: float
     max_tokens: int
     through_knox: bool = False  # else HAProxy
+    silence_s: float = 0.0  # before the first token
     text: str = ""
     times: list[float] = field(default_factory=list)
     error: BaseException | None = None
     thread: threading.Thread | None = None
+    began: float = 0.0
 
     def start(self) -> Stream:
+        self.began = time.monotonic()
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
         return self
@@ -342,7 +349,7 @@ class Stream:
             client = knox_api(timeout=600) if self.through_knox else api(timeout=600)
             for chunk in client.chat.completions.create(
                 model=MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=self.max_tokens,
-                temperature=0, stream=True, extra_body=parameters(self.delay_s),
+                temperature=0, stream=True, extra_body=parameters(self.delay_s, self.silence_s),
             ):  # fmt: skip
                 if chunk.choices and chunk.choices[0].delta.content:
                     self.text += chunk.choices[0].delta.content
@@ -354,6 +361,11 @@ class Stream:
     def span(self) -> float:
         """Seconds from its first token to its last."""
         return self.times[-1] - self.times[0] if self.times else 0.0
+
+    @property
+    def first_token_s(self) -> float:
+        """Seconds from its start to its first token."""
+        return self.times[0] - self.began if self.times else math.inf
 
     def join(self, timeout: float) -> None:
         assert self.thread is not None
@@ -383,11 +395,12 @@ class ShortLoad:
                 self.failed.append(f"{repr(exc)[:160]} at {time.monotonic() - self.since:+.2f} s")
 
 
-def scaling_events(service: Service) -> list[dict[str, Any]]:
-    """The controller's scaling history (the dashboard's): direction, targets and reason of each."""
-    answer = service.get("/dashboard/data")
+def scaling_events(llm: Llm) -> list[dict[str, Any]]:
+    """The controller's scaling history since this service's submission (the dashboard's):
+    direction, targets and reason of each."""
+    answer = llm.service.get("/dashboard/data")
     assert answer.status_code == 200, answer.text
-    return list(answer.json()["events"])
+    return [e for e in answer.json()["events"] if e["at"] >= llm.submitted_at]
 
 
 def carrying(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -397,8 +410,9 @@ def carrying(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_stream(llm: Llm) -> None:
     # The three 120 s streams (held at zero through Knox and the activator; through HAProxy; straight
-    # through Knox) all run on the first instance, the only one when the last two start; the second
-    # instance then takes a stream and is killed under it. They overlap: CI waits 120 s once.
+    # through Knox) and two silent for 100 s before their first token (through each entry) all run
+    # on the first instance, the only one when the last four start; the second instance then takes a
+    # stream through each entry and is killed under them. They overlap: CI waits 120 s once.
     held = llm.held_long
     assert held is not None, "the first test starts it"
     [survivor] = converged(llm, 1, 60)
@@ -409,16 +423,19 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
     expected = unstreamed.choices[0].message.content
     long = Stream(LONG_DELAY_S, LONG_TOKENS).start()
     knox_long = Stream(LONG_DELAY_S, LONG_TOKENS, through_knox=True).start()
+    silent = [
+        Stream(0.0, SILENT_TOKENS, through_knox=knox, silence_s=SILENCE_S).start() for knox in (False, True)
+    ]
     wait_for(
-        lambda: model_metric(survivor, "tiny_lm_streams_active") >= 3 or None, 10, "3 streams on the instance"
+        lambda: model_metric(survivor, "tiny_lm_streams_active") >= 5 or None, 10, "5 streams on the instance"
     )  # fmt: skip
     crowded = time.monotonic()
-    records = converged(llm, 2, 300)  # the autoscaler's doing: 3 streams on one instance
+    records = converged(llm, 2, 300)  # the autoscaler's doing: 5 streams on one instance
     grown = time.monotonic() - crowded
-    [scaled_up] = [e for e in scaling_events(llm.service) if (e["target_from"], e["target_to"]) == (1, 2)]
-    assert scaled_up["reason"].startswith("streams 3.00 > 2.5: 1 -> 2"), scaled_up
+    [scaled_up] = [e for e in scaling_events(llm) if (e["target_from"], e["target_to"]) == (1, 2)]
+    assert scaled_up["reason"].startswith("streams 5.00 > 2.5: 1 -> 2"), scaled_up
     # Each entry sends a new stream to the instance with fewer: HAProxy's leastconn, and Knox's own
-    # count of its streams in flight (the held and the long one on the first instance).
+    # count of its streams in flight (the held, the long and the silent one on the first instance).
     doomed = Stream(0.1, 2000).start()
     [victim] = wait_for(
         lambda: [r for r in carrying(records) if r["container_id"] != survivor["container_id"]] or None,
@@ -452,16 +469,22 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
     load.stop.set()
     for worker in workers:
         worker.join(60)
-    for stream in (held, long, knox_long):
+    for stream in (held, long, knox_long, *silent):
         stream.join(LONG_TOKENS * LONG_DELAY_S + 120)
 
     span, knox_span, held_span = long.span, knox_long.span, held.span
+    quiet_lines = "".join(
+        f"\nsilent through {'Knox' if q.through_knox else 'HAProxy'}: the first of {len(q.times)} events"
+        f" after {q.first_token_s:.1f} s, ended by {q.error!r};"
+        for q in silent
+    )
     print(
         f"\nopenai: held at zero, through Knox and the activator: {len(held.times)} events over"
         f" {held_span:.1f} s, ended by {held.error!r};"
         f"\nthe long stream {len(long.times)} events over {span:.1f} s, ended by {long.error!r};"
         f"\nthrough Knox {len(knox_long.times)} events over {knox_span:.1f} s, ended by {knox_long.error!r};"
-        f"\nthe autoscaler's second instance served {grown:.1f} s after the third stream:"
+        f"{quiet_lines}"
+        f"\nthe autoscaler's second instance served {grown:.1f} s after the fifth stream:"
         f" {scaled_up['reason']};"
         f"\nthe streams on the killed instance: through HAProxy {len(doomed.times)} events, then"
         f" {doomed.error!r}; through Knox {len(knox_doomed.times)} events, then {knox_doomed.error!r};"
@@ -476,6 +499,10 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
     assert knox_long.error is None
     assert knox_long.text == expected, "the stream through Knox is not the text unstreamed"
     assert knox_span >= (LONG_TOKENS - 1) * LONG_DELAY_S * 0.95
+    for quiet in silent:  # no entry's idle timeout cut the silence (HAProxy's default is 50 s)
+        assert quiet.error is None
+        assert (len(quiet.times), quiet.first_token_s >= SILENCE_S) == (SILENT_TOKENS, True)
+        assert expected.startswith(quiet.text)
     for cut in (doomed, knox_doomed):
         assert isinstance(cut.error, openai.APIError), "a cut stream must end with an error event"
         assert cut.times, "the doomed stream had started"

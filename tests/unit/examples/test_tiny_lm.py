@@ -253,6 +253,27 @@ def test_a_cancelled_request_stops_between_tokens(model: Any) -> None:
     assert any("cancelled after" in line for line in Logger.lines)
 
 
+def test_the_first_token_comes_after_the_silence_asked_for(model: Any) -> None:
+    began = time.monotonic()
+    (request,) = served(model, prompt("think first", 3, first_token_delay_s=0.3))
+    assert request.sender.sent_at[0] - began >= 0.3
+    assert len(request.texts()) == 3
+    assert model.outcomes["completed"].value == 1
+
+
+def test_a_request_cancelled_in_its_silence_generates_nothing(model: Any) -> None:
+    request = prompt("think long", 5, first_token_delay_s=60)
+    model.execute([request])
+    time.sleep(0.1)
+    request.cancelled.set()
+    cancelled_at = time.monotonic()
+    assert request.sender.final.wait(5)
+    assert time.monotonic() - cancelled_at < 0.5
+    assert request.texts() == []
+    assert (model.outcomes["cancelled"].value, model.tokens.value) == (1, 0)
+    assert any("cancelled after 0 tokens" in line for line in Logger.lines)
+
+
 @pytest.mark.parametrize(
     ("request_", "message"),
     [
@@ -262,6 +283,10 @@ def test_a_cancelled_request_stops_between_tokens(model: Any) -> None:
         (
             prompt("x", 3, token_delay_s="slow"),  # noqa: S106 - a delay, not a secret
             "tiny_lm: parameter token_delay_s must be a number from 0 to 10",
+        ),
+        (
+            prompt("x", 3, first_token_delay_s=901),
+            "tiny_lm: parameter first_token_delay_s must be a number from 0 to 900",
         ),
         (prompt("x", 3, seed="7"), "tiny_lm: parameter seed must be an integer"),
     ],

@@ -20,7 +20,9 @@ in arrival order, and the wait is part of their time to first token. A request c
 waits leaves the queue without generating.
 
 Request parameters (any not given take the model's): ``temperature`` (0 to 2, 0 = greedy),
-``seed`` (an integer; default: from the prompt), ``token_delay_s`` (0 to 10 s after each token).
+``seed`` (an integer; default: from the prompt), ``token_delay_s`` (0 to 10 s after each token),
+``first_token_delay_s`` (0 to 900 s of silence before the first token, as a long prompt's prefill or
+a reasoning model's thinking: what an entry's idle timeouts must let through).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import time
 import zlib
 from collections import deque
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -42,6 +44,14 @@ HIDDEN = 48
 EMBEDDING = 32
 DEFAULT_TEMPERATURE = 0.8
 CANCEL_POLL_S = 0.05  # the longest a cancelled request sleeps on before it notices
+
+
+class Pacing(NamedTuple):
+    """A request's pauses: before its first token, and after each token."""
+
+    first_token_s: float
+    between_tokens_s: float
+
 
 # The split TARN's OpenAI front counts prompt tokens with when a model reports none (docs/openai.md):
 # runs of word characters, and each other non-space character alone.
@@ -251,13 +261,13 @@ class TritonPythonModel:
         self.queued.set(len(self.waiting))
 
     def _generate(self, request: Any, sender: Any) -> str:
-        prompt, max_tokens, temperature, seed, delay = self._read(request)  # a bad request fails at once
+        prompt, max_tokens, temperature, seed, pacing = self._read(request)  # a bad request fails at once
         if not self._take_slot(request):
             with self.lock:
                 pb_utils.Logger.log_info("tiny_lm: a request cancelled after 0 tokens, waiting for a slot")
             return "cancelled"
         try:
-            return self._stream(request, sender, prompt, max_tokens, temperature, seed, delay)
+            return self._stream(request, sender, prompt, max_tokens, temperature, seed, pacing)
         finally:
             self._give_slot()
 
@@ -301,10 +311,12 @@ class TritonPythonModel:
         max_tokens: int,
         temperature: float,
         seed: int | None,
-        delay: float,
+        pacing: Pacing,
     ) -> str:
         prompt_tokens = np.array([len(tokenize(prompt))], dtype=np.int32)
         sent = 0
+        if self._pause(request, pacing.first_token_s):  # the silence before the first token
+            return self._cancelled_after(sent)
         for text in self.lm.generate(prompt, temperature, seed):
             if sent == max_tokens:
                 return "completed"
@@ -319,8 +331,11 @@ class TritonPythonModel:
             sender.send(pb_utils.InferenceResponse(output_tensors=outputs))
             with self.lock:
                 self.tokens.increment(1)
-            if sent < max_tokens and self._pause(request, delay):
+            if sent < max_tokens and self._pause(request, pacing.between_tokens_s):
                 break
+        return self._cancelled_after(sent)
+
+    def _cancelled_after(self, sent: int) -> str:
         with self.lock:
             pb_utils.Logger.log_info(f"tiny_lm: a request cancelled after {sent} tokens")
         return "cancelled"
@@ -337,7 +352,7 @@ class TritonPythonModel:
             time.sleep(min(left, CANCEL_POLL_S))
         return self._cancelled(request)
 
-    def _read(self, request: Any) -> tuple[str, int, float, int | None, float]:
+    def _read(self, request: Any) -> tuple[str, int, float, int | None, Pacing]:
         text_input = pb_utils.get_input_tensor_by_name(request, "text_input")
         if text_input is None:
             raise ValueError("tiny_lm: text_input is required")
@@ -354,7 +369,8 @@ class TritonPythonModel:
         parameters = json.loads(request.parameters() or "{}")
         temperature = _number(parameters, "temperature", DEFAULT_TEMPERATURE, 0.0, 2.0)
         delay = _number(parameters, "token_delay_s", self.token_delay_s, 0.0, 10.0)
+        first = _number(parameters, "first_token_delay_s", 0.0, 0.0, 900.0)
         seed = parameters.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ValueError("tiny_lm: parameter seed must be an integer")
-        return prompt, max_tokens, temperature, seed, delay
+        return prompt, max_tokens, temperature, seed, Pacing(first, delay)
