@@ -1,6 +1,7 @@
 """A new controller session takes over the znodes of the old one without a gap, on a real
 ZooKeeper (Debian's, on loopback): a reader polling the children never sees an instance missing,
-and the old session ending removes nothing of the new one's."""
+and the old session ending removes nothing of the new one's. The controller's memory outlives
+the session, and a service submitted again under the same name does not adopt it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from tarn.controller.memory import Memory, decode
 from tarn.controller.registry import Registry, znode_data
+from tests.support.controller import make
 
 PATH = "/services/triton/instances"
 WANTED = {f"container_{n}": znode_data({"service": "svc", "instance": f"triton-{n}"}) for n in range(3)}
@@ -136,6 +139,32 @@ def test_the_memory_outlives_the_session(ensemble: str) -> None:
         assert second.load_memory() == b'{"version": 1, "history": []}'
         assert "controller.svc" not in second._client.get_children(PATH)  # readers of PATH see instances only
         assert "controller.svc" in second._client.get_children("/services/triton")
+    finally:
+        second.stop()
+
+
+def test_a_service_submitted_again_ignores_the_old_memory(ensemble: str) -> None:
+    """Destroying a service leaves its memory znode; the same name submitted again is another YARN
+    application, whose controller must not adopt the old history and drains (its triton-1 is new)."""
+    path = "/services/again/instances"  # apart from the other tests' znodes
+    old = make(instances=2, cooldown_ms=0)
+    old.rm.application = "application_1795785000000_0001"
+    old.controller._registry = first = Registry(ensemble, path, "svc", session_timeout=10.0)
+    first.start(timeout=30)
+    old.ticks(7)  # idle: 2 -> 1, triton-1 drains (not yet done); the memory is saved
+    assert old.controller.snapshot.drains["triton-1"].remove
+    first.stop()  # destroyed: the instances' znodes go, the memory stays
+
+    new = make(instances=2, cooldown_ms=0)
+    new.rm.application = "application_1795785000000_0002"
+    new.controller._registry = second = Registry(ensemble, path, "svc", session_timeout=10.0)
+    second.start(timeout=30)
+    try:
+        new.ticks(1)
+        assert (new.controller.snapshot.history, new.controller.snapshot.drains) == ((), {})
+        assert second.registered() == {"c-triton-0", "c-triton-1"}  # triton-1 is not taken out
+        saved = decode(second.load_memory(), 0.0, 0.0)
+        assert saved == Memory(application="application_1795785000000_0002")  # the old one replaced
     finally:
         second.stop()
 

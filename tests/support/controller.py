@@ -34,6 +34,7 @@ class FakeRm:
         self.next_id = instances
         self.names = [f"triton-{n}" for n in range(instances)]
         self.calls: list[tuple[str, Any]] = []
+        self.application: str | None = STUB["id"]  # the service's YARN application ("id"); None: left out
 
     def service(self, name: str) -> dict[str, Any]:
         containers = [
@@ -47,7 +48,8 @@ class FakeRm:
             for n in self.names
             if n not in self.unlisted
         ]
-        return {"name": name, "state": "STABLE", "components": [
+        application = {"id": self.application} if self.application is not None else {}
+        return {"name": name, **application, "state": "STABLE", "components": [
             {"name": "controller", "number_of_containers": 1, "containers": []},
             {"name": "triton", "number_of_containers": self.target, "containers": containers},
         ]}  # fmt: skip

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from tarn.activator.demand import Report
 from tarn.controller.inbox import Inbox
-from tarn.controller.memory import encode
+from tarn.controller.memory import application_of, encode
 from tarn.controller.observe import Container, Scrape, containers_of, distrust
 from tarn.controller.publication import Counters, Publication
 from tarn.controller.registry import RegistryPlan
@@ -150,7 +150,7 @@ class ControlLoop:
             log.warning("not acting this tick: %s", doubt)
             snap = untrusted(self.snapshot, self._state, doubt, self._wall(), self._clock() - began)
             return self._publication.publish(snap)
-        self._recall(problems)
+        self._recall(application_of(service), problems)
 
         watch, state = plan_watch(self._state, containers_of(service, self.config), self._clock())
         for warning in watch.warnings:
@@ -200,8 +200,9 @@ class ControlLoop:
         return True
 
     # ---- memory: the history and the drains, across restarts (tarn.controller.memory)
-    def _recall(self, problems: list[str]) -> None:
-        """Once, before the first trusted tick acts: what an earlier controller remembered."""
+    def _recall(self, application: str | None, problems: list[str]) -> None:
+        """Once, before the first trusted tick acts: what an earlier controller of this YARN
+        application (the RM's service ``id``) remembered."""
         if self._state.remembered is not None or self._registry is None or not self._registry.connected:
             return
         try:
@@ -209,7 +210,7 @@ class ControlLoop:
         except Exception as exc:  # kazoo's errors: tried again next tick
             problems.append(f"ZooKeeper: the controller's memory is unreadable ({exc.__class__.__name__})")
             return
-        self._state, note = recall(self._state, data, self._clock(), self._wall())
+        self._state, note = recall(self._state, data, application, self._clock(), self._wall())
         if note:
             log.info("%s", note)
 

@@ -3,7 +3,8 @@
 and publishes; it decides nothing itself.
 
 A tick, in the order the loop calls them:
-- ``recall``: once, what an earlier controller left in ZooKeeper (history, drains);
+- ``recall``: once, what an earlier controller of this YARN application left in ZooKeeper
+  (history, drains);
 - ``plan_watch``: which containers to scrape (the RM's list, plus serving instances the RM's
   answer lacks, within a grace) and which to ask for their models;
 - ``plan_tick``: loads, drains (operator requests, called off while requests are held, their
@@ -33,7 +34,7 @@ from tarn.controller.drain import (
     step,
 )
 from tarn.controller.fronts import NOTHING_COUNTED, FrontSample, Series, front_deltas
-from tarn.controller.memory import Memory, ScalingEvent, decode
+from tarn.controller.memory import Memory, ScalingEvent, decode, foreign
 from tarn.controller.observe import (
     UNREPORTED,
     UNREPORTED_GRACE_S,
@@ -93,6 +94,7 @@ class TickState:
     drains: Mapping[str, Drain] = field(default_factory=dict)  # by instance name
     history: tuple[ScalingEvent, ...] = ()  # newest first
     remembered: Memory | None = None  # what ZooKeeper holds; None until read back
+    application: str | None = None  # the YARN application whose memory this is, from the recall
     refill_to: int | None = None  # after a replacement's decommission: flex back to this target
 
     @classmethod
@@ -124,21 +126,33 @@ class TickPolicy:
 
 # ---- memory
 def recall(
-    state: TickState, data: bytes | None, clock_now: float, wall_now: float
+    state: TickState, data: bytes | None, application: str | None, clock_now: float, wall_now: float
 ) -> tuple[TickState, str | None]:
-    """What an earlier controller remembered, merged into this one's state; a log line if any."""
-    memory = decode(data, clock_now, wall_now)
+    """What an earlier controller of ``application`` remembered, merged into this one's state; a
+    log line if any. Another application's memory is ignored: its drains name instances of a
+    service that is gone, and this service's instances have the same names."""
+    found = decode(data, clock_now, wall_now)
+    ignored = foreign(found, application)
+    memory = Memory() if ignored else found
     drains = {**memory.drains, **state.drains}
     history = (*memory.history, *state.history)[:HISTORY_SIZE]
-    state = replace(state, remembered=memory, history=history, drains=drains)
+    state = replace(state, remembered=found, application=application, history=history, drains=drains)
     if not data:
         return state, None
+    if ignored:
+        return state, (
+            f"ignored the memory of application {found.application} ({len(found.history)} scaling events,"
+            f" drains: {sorted(found.drains) or 'none'}): this is application {application}"
+            " (the service was destroyed or stopped, and submitted or started again)"
+        )
     return state, f"recalled {len(memory.history)} scaling events, drains: {sorted(drains) or 'none'}"
 
 
 def to_remember(state: TickState) -> Memory | None:
-    """The memory to write to ZooKeeper: None while unchanged (or not read back yet)."""
-    memory = Memory(state.history, dict(state.drains))
+    """The memory to write to ZooKeeper: None while unchanged (or not read back yet). Also once
+    right after the recall where ZooKeeper holds no memory of this application by its id (none,
+    another application's, an older controller's without one): it is replaced by this one's."""
+    memory = Memory(state.history, dict(state.drains), state.application)
     return None if state.remembered is None or memory == state.remembered else memory
 
 

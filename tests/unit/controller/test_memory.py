@@ -1,13 +1,20 @@
 """A controller restart keeps the scaling history and finishes the drains in progress: both are
 written to ZooKeeper (here the registry stand-in of tests/support/controller.py; a real ZooKeeper in
-tests/integration/test_registry_takeover.py) and read back by the next controller."""
+tests/integration/test_registry_takeover.py) and read back by the next controller of the same YARN
+application, not by one of the service destroyed or stopped and then submitted or started again."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from tarn.controller.drain import Drain
 from tarn.controller.loop import ControlLoop
-from tarn.controller.memory import Memory, ScalingEvent, decode, encode, memory_path
-from tests.support.controller import Lab, Registry, make
+from tarn.controller.memory import Memory, ScalingEvent, application_of, decode, encode, foreign, memory_path
+from tests.support.controller import STUB, FakeRm, Lab, Registry, make
+
+FIRST, AGAIN = "application_1795785000000_0001", "application_1795785000000_0002"  # the same service's
 
 
 def test_memory_path_is_beside_the_instances() -> None:
@@ -27,8 +34,48 @@ def test_round_trip_maps_drains_onto_the_new_clock() -> None:
 
 
 def test_nothing_or_garbage_decodes_to_an_empty_memory() -> None:
-    for data in (None, b"", b"{", b"[]", b'{"version": 99}', b'{"version": 1, "history": [{"x": 1}]}'):
+    for data in (
+        None,
+        b"",
+        b"{",
+        b"[]",
+        b'{"version": 99}',
+        b'{"version": 1, "history": [{"x": 1}]}',
+        b'{"version": 1, "history": [], "drains": {}, "application": 7}',
+    ):
         assert decode(data, 0.0, 0.0) == Memory()
+
+
+def test_the_application_travels_with_the_memory() -> None:
+    event = ScalingEvent(1.7e9, "up", 1, 2, "load")
+    data = encode(Memory((event,), {}, FIRST), 0.0, 0.0)
+    assert json.loads(data)["application"] == FIRST
+    assert decode(data, 0.0, 0.0) == Memory((event,), {}, FIRST)
+
+
+def test_an_older_controllers_memory_decodes_without_an_application() -> None:
+    older = b'{"version":1,"history":[],"drains":{"triton-1":{"started":1.0,"remove":true}}}'
+    assert decode(older, 10.0, 10.0) == Memory((), {"triton-1": Drain(started=1.0, remove=True)}, None)
+    assert b"application" not in encode(Memory(), 0.0, 0.0)  # and none is written without one
+
+
+@pytest.mark.parametrize(
+    ("written_by", "application", "expected"),
+    [
+        (FIRST, FIRST, False),  # a restart of the controller, an AM restart, an upgrade
+        (FIRST, AGAIN, True),  # destroyed and submitted again, stopped and started
+        (None, AGAIN, False),  # an older controller's: kept across an upgrade
+        (FIRST, None, False),  # the RM's answer has no id: no way to tell
+        (None, None, False),
+    ],
+)
+def test_foreign(written_by: str | None, application: str | None, expected: bool) -> None:
+    assert foreign(Memory(application=written_by), application) is expected
+
+
+def test_application_of_the_rms_answer() -> None:
+    assert application_of(STUB) == "application_1_0001"
+    assert application_of({"name": "svc", "state": "STOPPED"}) is None  # never submitted
 
 
 def restarted(lab: Lab, registry: Registry) -> Lab:
@@ -78,3 +125,43 @@ def test_an_operator_drain_survives_a_restart() -> None:
     assert lab.controller.drained("triton-0")
     assert not lab.controller.snapshot.instances[0].registered
     assert "c-triton-0" not in registry.znodes
+
+
+def test_a_service_submitted_again_under_its_name_forgets_the_old_drains() -> None:
+    """The lab's fault: a new application recalled a destroyed one's history, and its drain of
+    triton-1 would have taken the new service's own triton-1 out and decommissioned it."""
+    lab = make(instances=2, cooldown_ms=0)
+    lab.rm.application = FIRST
+    registry = Registry()
+    lab.controller._registry = registry
+    lab.ticks(7)  # idle: 2 -> 1, triton-1 drains (not yet done)
+    assert lab.controller.snapshot.drains["triton-1"].remove
+    assert json.loads(registry.memory or b"")["application"] == FIRST
+
+    lab.rm = FakeRm(2)  # destroyed, submitted again: new containers, the same names
+    lab.rm.application = AGAIN
+    lab = restarted(lab, registry)
+    lab.ticks(1)
+    assert lab.controller.snapshot.history == ()
+    assert lab.controller.snapshot.drains == {}
+    assert all(i.registered for i in lab.controller.snapshot.instances)  # triton-1 serves
+    assert decode(registry.memory, lab.clock[0], 1.7e9) == Memory(application=AGAIN)  # replaced
+    lab.ticks(3)
+    assert lab.rm.calls == []  # nothing decommissioned
+
+
+def test_an_upgrade_from_a_controller_without_the_application_keeps_the_drain() -> None:
+    lab = make(instances=2, cooldown_ms=0)
+    registry = Registry()
+    lab.controller._registry = registry
+    lab.ticks(7)  # triton-1 drains
+    document = json.loads(registry.memory or b"")
+    del document["application"]  # as an older controller wrote it
+    registry.memory = json.dumps(document).encode()
+
+    lab = restarted(lab, registry)
+    lab.ticks(1)
+    assert lab.controller.snapshot.drains["triton-1"].remove
+    assert json.loads(registry.memory or b"")["application"] == STUB["id"]  # stamped from now on
+    lab.ticks(3)
+    assert lab.rm.calls == [("decommission", ["triton-1"])]

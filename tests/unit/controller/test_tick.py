@@ -543,17 +543,51 @@ def test_the_last_address_is_kept_and_models_are_read_again_after_a_while() -> N
 
 
 # ---- memory and untrusted ticks
+FIRST, AGAIN = "application_1795785000000_0001", "application_1795785000000_0002"  # the same service's
+
+
 def test_recall_puts_the_earlier_history_and_drains_under_this_ones() -> None:
     old = ScalingEvent(1.0, "up", 1, 2, "earlier")
     mine = ScalingEvent(2.0, "down", 2, 1, "mine")
-    data = encode(Memory((old,), {"triton-3": Drain(NOW - 5, remove=False)}), NOW, 1.7e9)
+    data = encode(Memory((old,), {"triton-3": Drain(NOW - 5, remove=False)}, FIRST), NOW, 1.7e9)
     start = TickState(ScalerState(0.0), history=(mine,))
-    state, note = recall(start, data, NOW, 1.7e9)
+    state, note = recall(start, data, FIRST, NOW, 1.7e9)
     assert state.history == (old, mine)
     assert set(state.drains) == {"triton-3"}
     assert note == "recalled 1 scaling events, drains: ['triton-3']"
-    assert to_remember(state) == Memory((old, mine), state.drains)
-    assert recall(start, None, NOW, 1.7e9)[1] is None
+    assert to_remember(state) == Memory((old, mine), state.drains, FIRST)
+    assert recall(start, None, FIRST, NOW, 1.7e9)[1] is None
+
+
+def test_recall_ignores_the_memory_of_another_application() -> None:
+    """Destroyed and submitted again, or stopped and started: the same name, a new application,
+    fresh containers under the old instance names. Its triton-3 is not the drained one."""
+    old = ScalingEvent(1.0, "up", 1, 2, "earlier")
+    data = encode(Memory((old,), {"triton-3": Drain(NOW - 5, remove=True)}, FIRST), NOW, 1.7e9)
+    state, note = recall(TickState(ScalerState(0.0)), data, AGAIN, NOW, 1.7e9)
+    assert (state.history, dict(state.drains)) == ((), {})
+    assert note == (
+        f"ignored the memory of application {FIRST} (1 scaling events, drains: ['triton-3']):"
+        f" this is application {AGAIN} (the service was destroyed or stopped, and submitted or started again)"
+    )
+    assert to_remember(state) == Memory((), {}, AGAIN)  # the other's replaced at once
+
+
+@pytest.mark.parametrize(
+    ("written_by", "application"),
+    [(None, AGAIN), (FIRST, None), (None, None)],
+    ids=["an older controller's memory", "an RM answer without id", "neither"],
+)
+def test_recall_keeps_a_memory_it_cannot_tell(written_by: str | None, application: str | None) -> None:
+    """An older controller wrote no application id: a running service it upgrades keeps its drains."""
+    old = ScalingEvent(1.0, "up", 1, 2, "earlier")
+    data = encode(Memory((old,), {"triton-3": Drain(NOW - 5, remove=True)}, written_by), NOW, 1.7e9)
+    state, note = recall(TickState(ScalerState(0.0)), data, application, NOW, 1.7e9)
+    assert (state.history, set(state.drains)) == ((old,), {"triton-3"})
+    assert note == "recalled 1 scaling events, drains: ['triton-3']"
+    assert to_remember(state) == (
+        None if written_by == application else Memory((old,), state.drains, application)
+    )  # an older controller's memory is stamped with this application's id
 
 
 def test_memory_is_written_only_when_it_changed_and_was_read_back() -> None:
