@@ -49,6 +49,12 @@ USER_HEADER = "x-tarn-user"  # set by the entry (HAProxy, Knox) to the authentic
 ANONYMOUS = "anonymous"
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 MAX_BODY = 4 * 1024 * 1024
+# A streamed answer silent this long (a long prefill, a reasoning model thinking) gets an SSE
+# comment: well under the idle timeouts of proxies in front of the entries (nginx's and cloud load
+# balancers' are often 60 s), and HAProxy sees a client gone only when it next writes to it, so a
+# client that leaves during the silence is seen within about two of these, not at the first token.
+HEARTBEAT_S = 5.0
+HEARTBEAT = chunk(b": keep-alive\n\n")  # a comment line: SSE clients skip it
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,37 @@ def error_answer(error: OpenAIError) -> bytes:
     return answer(error.status, json_bytes(error.body()))
 
 
+async def with_heartbeats(
+    events: AsyncGenerator[Event, None], every_s: float
+) -> AsyncGenerator[Event | None, None]:
+    """Each of ``events`` as it comes, and None each time ``every_s`` passes without one: the
+    caller's cue to send a heartbeat, so that the entries and proxies before the client see bytes
+    during a long silence, and HAProxy, writing them, notices a client that has gone.
+
+    The next event is awaited in a task that a heartbeat does not disturb: cancelling ``__anext__``
+    would end the generator. On the way out the task is cancelled and awaited before ``events`` is
+    closed, since an async generator cannot be closed while its ``__anext__`` runs."""
+    pending: asyncio.Future[Event | None] | None = None
+    try:
+        while True:
+            if pending is None:
+                pending = asyncio.ensure_future(anext(events, None))
+            done, _ = await asyncio.wait({pending}, timeout=every_s)
+            if not done:
+                yield None
+                continue
+            item, pending = pending.result(), None
+            if item is None:
+                return
+            yield item
+    finally:
+        if pending is not None:
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pending
+        await events.aclose()
+
+
 async def client_gone(reader: asyncio.StreamReader) -> None:
     """Returns when the client closes its side of the connection (the request was read whole, so
     anything more it sends is not waited for)."""
@@ -110,6 +147,7 @@ class Front:
     wall: Callable[[], float] = time.time
     new_id: Callable[[], str] = lambda: uuid.uuid4().hex
     started_at: int = 0
+    heartbeat_s: float = HEARTBEAT_S  # a stream's silence before an SSE comment is sent
 
     def __post_init__(self) -> None:
         self.started_at = self.started_at or int(self.wall())
@@ -273,8 +311,11 @@ class Front:
         await reply.send(head)
         scanner = StopScanner(generation.stop)
         try:
-            async with contextlib.aclosing(events):
-                async for item in events:
+            async with contextlib.aclosing(with_heartbeats(events, self.heartbeat_s)) as beating:
+                async for item in beating:
+                    if item is None:
+                        await reply.send(HEARTBEAT)
+                        continue
                     if item.error is not None:
                         failure = OpenAIError(500, f"The model failed: {item.error}", "server_error")
                         await reply.send(event(failure.body()) + LAST_CHUNK)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import openai
 import pytest
 
 from tarn.stdlib.openai.server import Front, Triton
@@ -49,7 +50,7 @@ class StandIn:
     """Triton as far as the front uses it."""
 
     asked: list[dict[str, Any]] = field(default_factory=list)  # generate_stream bodies
-    closed_at: list[float] = field(default_factory=list)  # when an endless stream saw its client go
+    closed_at: list[float] = field(default_factory=list)  # when an endless or silent stream's client went
     ready: bool = True  # /v2/health/ready's answer
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -104,6 +105,15 @@ class StandIn:
             return
         writer.write(STREAM_HEAD)
         delay = float(body.get("parameters", {}).get("delay", 0))
+        silence = float(body.get("parameters", {}).get("silence", 0))  # a prefill: no event for so long
+        if silence:
+            await writer.drain()
+            gone = asyncio.ensure_future(reader.read())
+            await asyncio.wait({gone}, timeout=silence)
+            if gone.done():
+                self.closed_at.append(time.monotonic())
+                return
+            gone.cancel()
         if model == "endless":
             gone = asyncio.ensure_future(reader.read())
             count = 0
@@ -160,17 +170,24 @@ class Running:
         self, path: str, payload: Any, headers: dict[str, str] | None = None
     ) -> list[tuple[float, str]]:
         """Each event's data with its arrival time; the body read whole (a cut one raises)."""
+        lines = self.stream_lines(path, payload, headers)
+        return [(at, line[len("data: ") :]) for at, line in lines if line.startswith("data: ")]
+
+    def stream_lines(
+        self, path: str, payload: Any, headers: dict[str, str] | None = None
+    ) -> list[tuple[float, str]]:
+        """Each line of the stream but the blank ones (events and comments) with its arrival time."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         conn.request("POST", path, body=json.dumps(payload).encode(), headers=headers or {})
         reply = conn.getresponse()
         assert reply.status == 200, reply.read()
         assert reply.getheader("Content-Type") == "text/event-stream; charset=utf-8"
-        events = []
+        lines = []
         while line := reply.readline():
-            if line.startswith(b"data: "):
-                events.append((time.monotonic(), line[len(b"data: ") :].decode().rstrip("\n")))
+            if line.strip():
+                lines.append((time.monotonic(), line.decode().rstrip("\n")))
         conn.close()
-        return events
+        return lines
 
     def open_stream(self, path: str, payload: Any) -> socket.socket:
         """A raw connection with the request sent: a client that can go away whenever it likes."""
@@ -375,6 +392,86 @@ def test_a_stream_triton_refuses_is_an_http_error_not_a_stream(running: Running)
         "POST", "/v1/completions", {"model": "rejecting", "prompt": "x", "stream": True}
     )
     assert (status, body["error"]["message"]) == (400, "max_tokens too big")
+
+
+# ---- heartbeats: a silence before the first token (a long prefill, a model thinking)
+KEEP_ALIVE = ": keep-alive"
+
+
+def test_a_silent_stream_gets_heartbeats_then_every_token(running: Running) -> None:
+    running.front.heartbeat_s = 0.1
+    payload = chat("tiny", max_tokens=3, stream=True, parameters={"silence": 0.6})
+    lines = running.stream_lines("/v1/chat/completions", payload)
+    kinds = [KEEP_ALIVE if line == KEEP_ALIVE else line for _at, line in lines]
+    first_token = next(i for i, line in enumerate(kinds) if '"content":" t1"' in line)
+    assert '"role":"assistant"' in kinds[0]  # the head's chunk, before the silence
+    beats = kinds[1:first_token]
+    assert beats == [KEEP_ALIVE] * len(beats)
+    assert 3 <= len(beats) <= 7  # about one per 0.1 s of the 0.6 s (5 or 6; a loaded machine is late)
+    beat_times = [at for at, line in lines[1:first_token]]
+    assert all(later - earlier > 0.05 for earlier, later in itertools.pairwise(beat_times))
+    assert KEEP_ALIVE not in kinds[first_token:]  # the tokens came at once: nothing between them
+    chunks = content_of([(at, line[len("data: ") :]) for at, line in lines if line.startswith("data: ")])
+    assert [c["choices"][0]["delta"].get("content") for c in chunks] == ["", " t1", " t2", " t3", None]
+    assert kinds[-1] == "data: [DONE]"
+    assert eventually(lambda: running.front.counters.requests.get(("anonymous", "tiny", "completed")) == 1)
+
+
+def test_no_heartbeat_while_events_come_faster(running: Running) -> None:
+    running.front.heartbeat_s = 0.3
+    payload = {"model": "tiny", "prompt": "x", "max_tokens": 8, "stream": True, "parameters": {"delay": 0.1}}
+    lines = running.stream_lines("/v1/completions", payload)
+    assert lines[-1][0] - lines[0][0] > 0.6  # longer than two heartbeats in all
+    assert not [line for _at, line in lines if line.startswith(":")]
+    chunks = content_of([(at, line[len("data: ") :]) for at, line in lines if line.startswith("data: ")])
+    assert "".join(c["choices"][0]["text"] for c in chunks) == " t1 t2 t3 t4 t5 t6 t7 t8"
+
+
+def test_a_gathered_answer_gets_no_heartbeat(running: Running) -> None:
+    running.front.heartbeat_s = 0.1
+    payload = {"model": "tiny", "prompt": "x", "max_tokens": 2, "parameters": {"silence": 0.4}}
+    status, _headers, body = running.call("POST", "/v1/completions", payload)
+    assert (status, body["choices"][0]["text"]) == (200, " t1 t2")
+
+
+@pytest.mark.parametrize(
+    ("heartbeat_s", "beats"),
+    [(0.1, 2), (60.0, 0)],  # with heartbeats flowing; and the watch on the client's socket alone
+)
+def test_a_client_gone_during_the_silence_closes_triton_at_once(
+    running: Running, caplog: pytest.LogCaptureFixture, heartbeat_s: float, beats: int
+) -> None:
+    running.front.heartbeat_s = heartbeat_s
+    client = running.open_stream(
+        "/v1/completions", {"model": "tiny", "prompt": "x", "stream": True, "parameters": {"silence": 30}}
+    )
+    received = b""
+    while b"\r\n\r\n" not in received or received.count(KEEP_ALIVE.encode()) < beats:
+        received += client.recv(4096)
+    client.close()
+    gone_at = time.monotonic()
+    assert eventually(lambda: bool(running.standin.closed_at))
+    assert running.standin.closed_at[0] - gone_at < 1.0
+    counters = running.front.counters
+    assert eventually(lambda: counters.requests.get(("anonymous", "tiny", "cancelled")) == 1)
+    assert counters.streams_in_flight["tiny"] == 0
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
+def test_the_official_client_reads_a_stream_with_heartbeats(running: Running) -> None:
+    running.front.heartbeat_s = 0.1
+    client = openai.OpenAI(
+        base_url=f"http://127.0.0.1:{running.port}/v1", api_key="unused", max_retries=0, timeout=10
+    )
+    stream = client.chat.completions.create(
+        model="tiny",
+        messages=[{"role": "user", "content": "Hi"}],
+        max_tokens=3,
+        stream=True,
+        extra_body={"parameters": {"silence": 0.5}},
+    )
+    deltas = [c.choices[0].delta.content for c in stream if c.choices]
+    assert deltas == ["", " t1", " t2", " t3", None]
 
 
 # ---- clients that go away
