@@ -396,11 +396,14 @@ class ShortLoad:
 
 
 def scaling_events(llm: Llm) -> list[dict[str, Any]]:
-    """The controller's scaling history since this service's submission (the dashboard's):
-    direction, targets and reason of each."""
+    """The controller's scaling history (the dashboard's): direction, targets and reason of each.
+    All of this service's: the memory an earlier service of the same name left in ZooKeeper is
+    another application's, which the controller ignores."""
     answer = llm.service.get("/dashboard/data")
     assert answer.status_code == 200, answer.text
-    return [e for e in answer.json()["events"] if e["at"] >= llm.submitted_at]
+    events = list(answer.json()["events"])
+    assert all(e["at"] >= llm.submitted_at for e in events), f"an earlier service's history: {events}"
+    return events
 
 
 def carrying(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
