@@ -91,6 +91,19 @@ class Reply:
             raise ClientGone(str(exc)) from exc
 
 
+def sse_chunk(payload: dict[str, Any]) -> bytes:
+    """One server-sent event, as one chunk of the chunked body."""
+    return chunk(mapping.sse(payload))
+
+
+def stream_opening(generation: Generation, identity: Identity) -> bytes:
+    """A streamed answer's head, and a chat's first chunk (the assistant's role)."""
+    opening = stream_head()
+    if generation.kind == "chat":
+        opening += sse_chunk(mapping.stream_chunk(generation, identity, role=True))
+    return opening
+
+
 def json_bytes(payload: Any) -> bytes:
     return json.dumps(payload, separators=(",", ":")).encode()
 
@@ -238,10 +251,14 @@ class Front:
             await _send_upstream(
                 upstream, request_bytes("POST", path, self.triton.address, body, "text/event-stream")
             )
-            head = await read_response_head(upstream_reader)
+            head = await self._triton_head(upstream_reader, generation, identity, reply)
             if head.status != 200:
                 known = head.status != 404
-                raise mapping.triton_error(head.status, await read_body(upstream_reader, head), model)
+                error = mapping.triton_error(head.status, await read_body(upstream_reader, head), model)
+                if not reply.started:
+                    raise error
+                await reply.send(sse_chunk(error.body()) + LAST_CHUNK)  # the stream was opened early
+                return
             accepted = True
             events = self._events(upstream_reader, head, tally, model, began)
             if generation.stream:
@@ -252,11 +269,14 @@ class Front:
             outcome = "cancelled"
             raise
         except UpstreamBroken as exc:
+            message = f"Triton's answer broke off: {exc}"
+            if reply.started:  # a stream opened before Triton answered: its own error event
+                failure = OpenAIError(502, message, "server_error", code="triton_broken")
+                await reply.send(sse_chunk(failure.body()) + LAST_CHUNK)
+                return
             # Nothing reached the client (a stream's breaks are its own error event): a 503 that
             # HAProxy's retry-on sends to another instance, as a Triton that died under /v2 is.
-            raise OpenAIError(
-                503, f"Triton's answer broke off: {exc}", kind="server_error", code="triton_broken"
-            ) from exc
+            raise OpenAIError(503, message, kind="server_error", code="triton_broken") from exc
         finally:
             upstream.close()  # Triton sees the connection go: a generation still running is cancelled
             if known:
@@ -269,6 +289,27 @@ class Front:
                 )  # fmt: skip
             else:
                 self.counters.forget_stream(model)
+
+    async def _triton_head(
+        self, reader: asyncio.StreamReader, generation: Generation, identity: Identity, reply: Reply
+    ) -> ResponseHead:
+        """Triton's response head. Triton sends a stream's head with its first event, so during a
+        long prefill the client and the entries would see no byte at all: past ``heartbeat_s``
+        without it, a streamed answer opens (200, and a chat's role chunk) and beats until it comes.
+        A quick refusal (an unknown model, a bad input) still gets its own status."""
+        reading = asyncio.ensure_future(read_response_head(reader))
+        try:
+            done, _ = await asyncio.wait({reading}, timeout=self.heartbeat_s)
+            if not done and generation.stream:
+                await reply.send(stream_opening(generation, identity) + HEARTBEAT)
+                while not (await asyncio.wait({reading}, timeout=self.heartbeat_s))[0]:
+                    await reply.send(HEARTBEAT)
+            return await reading
+        finally:
+            if not reading.done():
+                reading.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await reading
 
     async def _events(
         self,
@@ -302,13 +343,8 @@ class Front:
         tally: Tally,
         reply: Reply,
     ) -> str:
-        def event(payload: dict[str, Any]) -> bytes:
-            return chunk(mapping.sse(payload))
-
-        head = stream_head()
-        if generation.kind == "chat":
-            head += event(mapping.stream_chunk(generation, identity, role=True))
-        await reply.send(head)
+        if not reply.started:  # else _triton_head opened it
+            await reply.send(stream_opening(generation, identity))
         scanner = StopScanner(generation.stop)
         try:
             async with contextlib.aclosing(with_heartbeats(events, self.heartbeat_s)) as beating:
@@ -318,27 +354,27 @@ class Front:
                         continue
                     if item.error is not None:
                         failure = OpenAIError(500, f"The model failed: {item.error}", "server_error")
-                        await reply.send(event(failure.body()) + LAST_CHUNK)
+                        await reply.send(sse_chunk(failure.body()) + LAST_CHUNK)
                         return "failed"
                     text = scanner.feed(item.text)
                     if text:
-                        await reply.send(event(mapping.stream_chunk(generation, identity, text=text)))
+                        await reply.send(sse_chunk(mapping.stream_chunk(generation, identity, text=text)))
                     if scanner.stopped:
                         break
         except UpstreamBroken as exc:
             failure = OpenAIError(
                 502, f"Triton's stream broke off: {exc}", "server_error", code="triton_broken"
             )
-            await reply.send(event(failure.body()) + LAST_CHUNK)
+            await reply.send(sse_chunk(failure.body()) + LAST_CHUNK)
             return "failed"
         ending = b""
         rest = scanner.flush()
         if rest:
-            ending += event(mapping.stream_chunk(generation, identity, text=rest))
+            ending += sse_chunk(mapping.stream_chunk(generation, identity, text=rest))
         finish = mapping.finish_reason(generation, tally.completion_tokens, scanner.stopped)
-        ending += event(mapping.stream_chunk(generation, identity, finish=finish))
+        ending += sse_chunk(mapping.stream_chunk(generation, identity, finish=finish))
         if generation.include_usage:
-            ending += event(mapping.usage_chunk(generation, identity, tally.usage()))
+            ending += sse_chunk(mapping.usage_chunk(generation, identity, tally.usage()))
         await reply.send(ending + chunk(mapping.DONE) + LAST_CHUNK)
         return "completed"
 

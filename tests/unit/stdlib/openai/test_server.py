@@ -94,6 +94,16 @@ class StandIn:
         self, model: str, body: dict[str, Any], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         self.asked.append(body)
+        # A prefill: no byte for so long. Triton 2.51 sends a stream's head with its first event,
+        # so nothing at all comes before (a refusal's head included).
+        silence = float(body.get("parameters", {}).get("silence", 0))
+        if silence:
+            gone = asyncio.ensure_future(reader.read())
+            await asyncio.wait({gone}, timeout=silence)
+            if gone.done():
+                self.closed_at.append(time.monotonic())
+                return
+            gone.cancel()
         if model not in TEXT_MODELS:
             writer.write(
                 plain_answer("404 Not Found", f'{{"error":"Request for unknown model: {model!r}"}}'.encode())
@@ -105,15 +115,6 @@ class StandIn:
             return
         writer.write(STREAM_HEAD)
         delay = float(body.get("parameters", {}).get("delay", 0))
-        silence = float(body.get("parameters", {}).get("silence", 0))  # a prefill: no event for so long
-        if silence:
-            await writer.drain()
-            gone = asyncio.ensure_future(reader.read())
-            await asyncio.wait({gone}, timeout=silence)
-            if gone.done():
-                self.closed_at.append(time.monotonic())
-                return
-            gone.cancel()
         if model == "endless":
             gone = asyncio.ensure_future(reader.read())
             count = 0
@@ -446,8 +447,10 @@ def test_a_client_gone_during_the_silence_closes_triton_at_once(
         "/v1/completions", {"model": "tiny", "prompt": "x", "stream": True, "parameters": {"silence": 30}}
     )
     received = b""
-    while b"\r\n\r\n" not in received or received.count(KEEP_ALIVE.encode()) < beats:
+    while beats and (b"\r\n\r\n" not in received or received.count(KEEP_ALIVE.encode()) < beats):
         received += client.recv(4096)
+    if not beats:
+        time.sleep(0.3)  # the request is with Triton; the front has sent nothing yet
     client.close()
     gone_at = time.monotonic()
     assert eventually(lambda: bool(running.standin.closed_at))
@@ -456,6 +459,21 @@ def test_a_client_gone_during_the_silence_closes_triton_at_once(
     assert eventually(lambda: counters.requests.get(("anonymous", "tiny", "cancelled")) == 1)
     assert counters.streams_in_flight["tiny"] == 0
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+
+
+def test_a_refusal_after_the_stream_opened_is_its_error_event(running: Running) -> None:
+    """Triton answered only after the front had opened the stream: the refusal cannot be a status
+    any more, so it is the stream's error event, and the stream ends without [DONE]."""
+    running.front.heartbeat_s = 0.1
+    payload = chat("rejecting", max_tokens=3, stream=True, parameters={"silence": 0.35})
+    lines = [line for _at, line in running.stream_lines("/v1/chat/completions", payload)]
+    assert '"role":"assistant"' in lines[0]
+    assert KEEP_ALIVE in lines[1:3]
+    errors = [json.loads(line[len("data: ") :]) for line in lines if line.startswith('data: {"error"')]
+    assert len(errors) == 1, lines
+    assert "max_tokens too big" in errors[0]["error"]["message"]
+    assert "data: [DONE]" not in lines
+    assert eventually(lambda: running.front.counters.requests.get(("anonymous", "rejecting", "failed")) == 1)
 
 
 def test_the_official_client_reads_a_stream_with_heartbeats(running: Running) -> None:
