@@ -7,12 +7,14 @@ here: 20 concurrent streams at zero through HAProxy and 20 through Knox (the lab
 topology, as alice), held by the activator, all answered whole, and a 120 s stream held there too
 that arrives whole; chat and completions, streamed and not, the same text both ways, the
 controller's token counters equal to the client's usage, and the dashboard showing them (headless
-Chromium); a client that goes away, through either entry, stops its generation within 1 s
-(tiny_lm's own metrics); and, on two instances, a 120 s stream that arrives whole while the other
-instance's Triton is killed under a stream and a load of new requests (that stream ends with an
-error event, new requests fail none), beside 120 s streams through each entry on the survivor. The
-second instance is the autoscaler's (``--scale-on streams``), and a new stream through either entry
-goes to it, the instance with fewer streams.
+Chromium); a client that goes away, through either entry, stops its generation within 1 s (tiny_lm's
+own metrics), and one that goes away during a long silence before the first token is seen by the
+front within two of its heartbeats; and, on two instances, a 120 s stream that arrives whole while
+the other instance's Triton is killed under a stream and a load of new requests (that stream ends
+with an error event, new requests fail none), beside 120 s streams through each entry on the
+survivor and streams silent for 100 s before their first token. The second instance is the
+autoscaler's (``--scale-on streams``), and a new stream through either entry goes to it, the
+instance with fewer streams.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from lab import lab_client
 from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.service.wait import ready
+from tarn.stdlib.openai.server import HEARTBEAT_S
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
 from tests.support.chromium import ARTIFACTS, browse
@@ -68,6 +71,7 @@ HAPROXY_USER = "anonymous"  # the fronts' name for a request without X-TARN-User
 # puts more than 2 streams on one instance (5).
 STREAMS_UP_AT, COOLDOWN_MS = 2.5, 20000
 SILENCE_S, SILENT_TOKENS = 100.0, 3  # a long prefill or a model's thinking: no byte for 100 s
+QUIT_SILENCE_S = 30.0  # a prefill its client leaves: over two heartbeats, over soon after
 
 
 def api(timeout: float = 60) -> openai.OpenAI:
@@ -118,7 +122,17 @@ def converged(llm: Llm, count: int, timeout: float) -> list[dict[str, Any]]:
 
 def model_metric(record: dict[str, Any], name: str, **labels: str) -> float:
     """One of tiny_lm's own metrics, as its Triton reports it (0 before it is first set)."""
-    text = requests.get(f"http://{record['ip']}:{record['metrics_port']}/metrics", timeout=5).text
+    return scraped(record, "metrics_port", name, labels)
+
+
+def front_metric(record: dict[str, Any], name: str, **labels: str) -> float:
+    """One of the instance's OpenAI front's metrics (0 before it is first set)."""
+    return scraped(record, "openai_port", name, labels)
+
+
+def scraped(record: dict[str, Any], port: str, name: str, labels: dict[str, str]) -> float:
+    """``name`` summed over its samples with ``labels``, from the instance's ``port``'s /metrics."""
+    text = requests.get(f"http://{record['ip']}:{record[port]}/metrics", timeout=5).text
     wanted = [f'{key}="{value}"' for key, value in labels.items()]
     total = 0.0
     for line in text.splitlines():
@@ -322,6 +336,42 @@ def test_a_client_that_goes_away_stops_its_generation_within_1_s(llm: Llm, throu
     entry = "Knox" if through_knox else "HAProxy"
     print(f"\nopenai: a client gone after 5 tokens through {entry}; tiny_lm stopped {stop_s:.3f} s later")
     assert stop_s <= 1.0
+
+
+@pytest.mark.parametrize("through_knox", [False, True], ids=["haproxy", "knox"])
+def test_a_client_that_goes_away_in_a_long_silence_is_seen_within_two_heartbeats(
+    llm: Llm, through_knox: bool
+) -> None:
+    """Before its first token a stream carries only what the front sends: it opens the answer
+    itself after HEARTBEAT_S (Triton sends a stream's head with its first event), then an SSE
+    comment each HEARTBEAT_S. An entry notices a client gone only when it writes to it, so a client
+    that leaves during a long prefill is seen at a heartbeat: the front then closes its Triton
+    request (its own counter). Triton 2.51 tells the model only when it next writes to that
+    request, so tiny_lm, silent, learns it at what would have been its first token."""
+    [record] = llm.records()
+    cancelled = front_metric(record, "tarn_openai_requests_total", model=MODEL, outcome="cancelled")
+    client = knox_api() if through_knox else api()
+    opened = time.monotonic()
+    stream = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=3, stream=True,
+        extra_body=parameters(0.0, QUIT_SILENCE_S),
+    )  # fmt: skip  # returns at the answer's head
+    head_s = time.monotonic() - opened
+    gone = time.monotonic()
+    stream.close()
+
+    def seen() -> float | None:
+        now = front_metric(record, "tarn_openai_requests_total", model=MODEL, outcome="cancelled")
+        return time.monotonic() if now == cancelled + 1 else None
+
+    seen_s = wait_for(seen, 3 * HEARTBEAT_S, "the front to count it cancelled", every=0.1) - gone
+    entry = "Knox" if through_knox else "HAProxy"
+    print(
+        f"\nopenai: a silent stream's head after {head_s:.2f} s (the front's); its client gone through"
+        f" {entry}, the front cancelled it {seen_s:.2f} s later"
+    )
+    assert HEARTBEAT_S <= head_s <= HEARTBEAT_S + 2
+    assert seen_s <= 2 * HEARTBEAT_S + 1  # the entry's write of the second heartbeat finds it gone
 
 
 @dataclass
