@@ -127,7 +127,7 @@ async def with_heartbeats(
         while True:
             if pending is None:
                 pending = asyncio.ensure_future(anext(events, None))
-            done, _ = await asyncio.wait({pending}, timeout=every_s)
+            done, _pending = await asyncio.wait({pending}, timeout=every_s)
             if not done:
                 yield None
                 continue
@@ -299,7 +299,7 @@ class Front:
         A quick refusal (an unknown model, a bad input) still gets its own status."""
         reading = asyncio.ensure_future(read_response_head(reader))
         try:
-            done, _ = await asyncio.wait({reading}, timeout=self.heartbeat_s)
+            done, _pending = await asyncio.wait({reading}, timeout=self.heartbeat_s)
             if not done and generation.stream:
                 await reply.send(stream_opening(generation, identity) + HEARTBEAT)
                 while not (await asyncio.wait({reading}, timeout=self.heartbeat_s))[0]:
