@@ -451,13 +451,7 @@ def test_a_client_gone_during_the_silence_closes_triton_at_once(
         received += client.recv(4096)
     if not beats:
         time.sleep(0.3)  # the request is with Triton; the front has sent nothing yet
-    client.close()
-    gone_at = time.monotonic()
-    assert eventually(lambda: bool(running.standin.closed_at))
-    assert running.standin.closed_at[0] - gone_at < 1.0
-    counters = running.front.counters
-    assert eventually(lambda: counters.requests.get(("anonymous", "tiny", "cancelled")) == 1)
-    assert counters.streams_in_flight["tiny"] == 0
+    close_and_see_triton_cancelled(running, client, "tiny")
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
 
 
@@ -493,29 +487,32 @@ def test_the_official_client_reads_a_stream_with_heartbeats(running: Running) ->
 
 
 # ---- clients that go away
-def test_a_client_gone_mid_stream_closes_triton_at_once(running: Running) -> None:
-    client = running.open_stream("/v1/completions", {"model": "endless", "prompt": "x", "stream": True})
-    received = b""
-    while received.count(b'"text":" t') < 3:
-        received += client.recv(4096)
+def close_and_see_triton_cancelled(running: Running, client: socket.socket, model: str) -> None:
+    """The client closes its connection: within 1 s the front closes its Triton request, and counts
+    the generation cancelled with no stream left in flight."""
     client.close()
     gone_at = time.monotonic()
     assert eventually(lambda: bool(running.standin.closed_at))
     assert running.standin.closed_at[0] - gone_at < 1.0
     counters = running.front.counters
-    assert eventually(lambda: counters.requests.get(("anonymous", "endless", "cancelled")) == 1)
-    assert counters.streams_in_flight["endless"] == 0
+    assert eventually(lambda: counters.requests.get(("anonymous", model, "cancelled")) == 1)
+    assert eventually(lambda: counters.streams_in_flight[model] == 0)
+
+
+def test_a_client_gone_mid_stream_closes_triton_at_once(running: Running) -> None:
+    client = running.open_stream("/v1/completions", {"model": "endless", "prompt": "x", "stream": True})
+    received = b""
+    while received.count(b'"text":" t') < 3:
+        received += client.recv(4096)
+    close_and_see_triton_cancelled(running, client, "endless")
+    counters = running.front.counters
     assert counters.completion_tokens[("anonymous", "endless")] >= 3  # counted up to the cancel
 
 
 def test_a_client_gone_while_its_answer_is_gathered_closes_triton_too(running: Running) -> None:
     client = running.open_stream("/v1/chat/completions", chat("endless"))
     time.sleep(0.3)
-    client.close()
-    gone_at = time.monotonic()
-    assert eventually(lambda: bool(running.standin.closed_at))
-    assert running.standin.closed_at[0] - gone_at < 1.0
-    assert eventually(lambda: running.front.counters.requests.get(("anonymous", "endless", "cancelled")) == 1)
+    close_and_see_triton_cancelled(running, client, "endless")
 
 
 # ---- errors in OpenAI's shape
