@@ -39,6 +39,9 @@ from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_location
 log = logging.getLogger("tarn.controller")
 
 
+STOP_GRACE_S = 2.0  # how long a stop waits for the tick under way (a tick takes well under 1 s)
+
+
 def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mapping[str, str]) -> int:
     logging.basicConfig(
         stream=sys.stdout, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -81,8 +84,19 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    # The loop runs in a thread of its own so that a stop never waits on a tick under way: when YARN
+    # stops the service it stops the AM too, and an RM call about the service then waits on the
+    # dying AM until its timeout (30 s), past the NodeManager's SIGKILL.
+    loop = threading.Thread(target=controller.run, args=(stop,), name="control-loop", daemon=True)
+    loop.start()
     try:
-        controller.run(stop)
+        while loop.is_alive() and not stop.wait(1.0):
+            pass
+        loop.join(STOP_GRACE_S)
+        if not stop.is_set():
+            raise RuntimeError("the control loop ended by itself")
+        if loop.is_alive():
+            log.warning("stopping with a tick still under way after %.0f s (left behind)", STOP_GRACE_S)
     finally:
         server.shutdown()
         scraper.close()
