@@ -21,9 +21,7 @@ from pathlib import Path
 import pytest
 
 from bench.common import free_port
-from tarn.controller.main import STOP_GRACE_S
-
-RM_TIMEOUT_S = 5.0  # the controller's per-call timeout (tarn.controller.main)
+from tarn.controller.main import RM_TIMEOUT_S, STOP_GRACE_S
 
 
 class SilentRm(http.server.ThreadingHTTPServer):

@@ -40,6 +40,7 @@ log = logging.getLogger("tarn.controller")
 
 
 STOP_GRACE_S = 2.0  # how long a stop waits for the tick under way (a tick takes well under 1 s)
+RM_TIMEOUT_S = 5.0  # per ResourceManager call: a tick waits on no one RM call longer
 
 
 def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mapping[str, str]) -> int:
@@ -51,7 +52,9 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     ranger = settings_of(config)  # ConfigError before anything starts
     # no retries within a tick: the loop already treats an unreadable service as "try next tick"
     identity = service_identity(config.service_principal, config.service_keytab)  # a secure cluster
-    rm = ResourceManager(rm_at, user=user, timeout=5.0, service_get_retries=(), auth=rm_auth(identity))
+    rm = ResourceManager(
+        rm_at, user=user, timeout=RM_TIMEOUT_S, service_get_retries=(), auth=rm_auth(identity)
+    )
     registry = None
     if config.zk_ensemble:
         # a secure cluster: SASL (Kerberos) as the service, znodes only it may change
@@ -86,7 +89,7 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     signal.signal(signal.SIGINT, on_signal)
     # The loop runs in a thread of its own so that a stop never waits on a tick under way: when YARN
     # stops the service it stops the AM too, and an RM call about the service then waits on the
-    # dying AM until its timeout (30 s), past the NodeManager's SIGKILL.
+    # dying AM until RM_TIMEOUT_S, call after call, past the NodeManager's SIGKILL.
     loop = threading.Thread(target=controller.run, args=(stop,), name="control-loop", daemon=True)
     loop.start()
     try:
