@@ -102,7 +102,7 @@ class AuditLog:
         self._flush_s = flush_s
         self._clock = clock
         self._queue: queue.Queue[str] = queue.Queue(maxsize=capacity)
-        self._unwritten: list[str] = []  # a batch HDFS refused: first in the next write
+        self._unwritten: list[str] = []  # taken from the queue, not yet written (oldest first)
         self._lock = threading.Lock()
         self._uuid = str(uuid.uuid4())
         self._seq = 0
@@ -140,7 +140,10 @@ class AuditLog:
 
     @property
     def pending(self) -> int:
-        return self._queue.qsize() + len(self._unwritten)
+        """Events not yet written, a batch being written included (a test that reads ``written`` once
+        this is 0 must see every event logged before on HDFS)."""
+        with self._lock:
+            return self._queue.qsize() + len(self._unwritten)
 
     def start(self) -> None:
         self._thread.start()
@@ -151,30 +154,39 @@ class AuditLog:
 
     def flush(self) -> None:
         """Write what is queued (the writer thread's step; tests call it directly)."""
-        batch: list[str] = []
-        while True:
-            try:
-                batch.append(self._queue.get_nowait())
-            except queue.Empty:
-                break
+        batch = self._take_queued()
         if self._logger is not None:
             for line in batch:
                 self._logger.info(line)
-        if self._hdfs is None:
-            self.written += len(batch)
-            return
-        lines = self._unwritten + batch
+        lines = list(self._unwritten)  # the batches HDFS refused first, then this one
         if not lines:
             return
-        try:
-            self._hdfs.write("".join(f"{line}\n" for line in lines).encode(), self._clock())
-        except WebHdfsError as exc:
-            self.failures += 1
-            self._unwritten = lines[-self._queue.maxsize :]
-            log.warning("Ranger audit: %d events not yet on HDFS (%s); retrying", len(self._unwritten), exc)
-            return
-        self._unwritten = []
-        self.written += len(lines)
+        if self._hdfs is not None:
+            try:
+                self._hdfs.write("".join(f"{line}\n" for line in lines).encode(), self._clock())
+            except WebHdfsError as exc:
+                with self._lock:
+                    self.failures += 1
+                    excess = max(0, len(self._unwritten) - self._queue.maxsize)  # the oldest go
+                    del self._unwritten[:excess]
+                    self.dropped += excess
+                log.warning("Ranger audit: %d events not yet on HDFS (%s); retrying", len(lines), exc)
+                return
+        with self._lock:
+            del self._unwritten[: len(lines)]
+            self.written += len(lines)
+
+    def _take_queued(self) -> list[str]:
+        """Move the queued events to ``_unwritten`` under the lock, so ``pending`` never misses one."""
+        batch: list[str] = []
+        with self._lock:
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            self._unwritten.extend(batch)
+        return batch
 
     def _run(self) -> None:
         while not self._stop.wait(self._flush_s):
