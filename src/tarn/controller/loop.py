@@ -79,7 +79,10 @@ class ControlLoop:
         scraper: ScrapeApi,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        application: str | None = None,
     ) -> None:
+        """``application``: the YARN application this controller's container belongs to (None
+        outside YARN); it never acts on a service of another."""
         self.config = config
         self.tick_s = config.tick_seconds
         self.policy = TickPolicy.from_config(config)
@@ -88,6 +91,7 @@ class ControlLoop:
         self._scraper = scraper
         self._clock = clock
         self._wall = wall
+        self._application = application
         self._state = TickState.starting(clock())  # the loop thread's alone
         self._inbox = Inbox(clock)  # what the API threads hand over
         self._publication = Publication(Snapshot(service=config.service_name))
@@ -142,7 +146,7 @@ class ControlLoop:
         problems: list[str] = []
         try:
             service = self._rm.service(self.config.service_name)
-            doubt = distrust(service)
+            doubt = distrust(service, self._application)
         except TarnError as exc:
             service, doubt = None, f"ResourceManager: {exc}"
         if service is None or doubt is not None:

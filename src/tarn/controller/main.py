@@ -21,7 +21,7 @@ from types import FrameType
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.spnego import rm_auth
 from tarn.controller.loop import ControlLoop
-from tarn.controller.observe import Scraper
+from tarn.controller.observe import Scraper, application_of_container
 from tarn.controller.registry import Registry
 from tarn.controller.server import Api, serve
 from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls
@@ -64,7 +64,9 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     else:
         log.warning("no --zk-ensemble: instances are listed by /instances only")
     scraper = Scraper(timeout=min(1.0, config.tick_seconds / 2))
-    controller = ControlLoop(config, rm, registry, scraper)
+    application = application_of_container(environ.get("CONTAINER_ID", ""))  # YARN sets it
+    log.info("YARN application: %s", application or "unknown (not in a YARN container)")
+    controller = ControlLoop(config, rm, registry, scraper, application=application)
     if registry is not None:
         registry.watch_demand(controller.note_demand)
     refresher = None if ranger is None else start_ranger(ranger)

@@ -66,10 +66,33 @@ AM_STATES = frozenset(
 )
 
 
-def distrust(service: JSON | None) -> str | None:
-    """Why the RM's answer cannot be acted on, or None when it is the AM's own view of the service."""
+def application_of_container(container_id: str) -> str | None:
+    """The YARN application of a container id (``$CONTAINER_ID``): container_[e<epoch>_]<cluster
+    timestamp>_<app>_<attempt>_<n> belongs to application_<cluster timestamp>_<app>. None when
+    ``container_id`` is not one (a controller run outside YARN)."""
+    parts = container_id.split("_")
+    if parts[0] != "container" or len(parts) not in (5, 6):
+        return None
+    if len(parts) == 6 and not parts[1].startswith("e"):
+        return None
+    timestamp, app = parts[-4], parts[-3]
+    return f"application_{timestamp}_{app}" if timestamp.isdigit() and app.isdigit() else None
+
+
+def distrust(service: JSON | None, own_application: str | None = None) -> str | None:
+    """Why the RM's answer cannot be acted on, or None when it is the AM's own view of the service.
+
+    ``own_application``: the controller's own YARN application. A controller left running after
+    its service was destroyed or stopped (its node lost to the RM, say) would otherwise flex and
+    register the instances of a new service submitted under the same name."""
     if service is None:
         return "the ResourceManager does not know the service (restarting or failing over?)"
+    current = service.get("id")
+    if own_application is not None and current and current != own_application:
+        return (
+            f"the service is now {current} and this controller belongs to {own_application}: "
+            "it outlived its service and must not act on a new one"
+        )
     state = str(service.get("state", ""))
     if state not in AM_STATES:
         return f"the ResourceManager reports the service {state or 'without a state'}"

@@ -165,3 +165,24 @@ def test_an_upgrade_from_a_controller_without_the_application_keeps_the_drain() 
     assert json.loads(registry.memory or b"")["application"] == STUB["id"]  # stamped from now on
     lab.ticks(3)
     assert lab.rm.calls == [("decommission", ["triton-1"])]
+
+
+def test_a_controller_that_outlived_its_service_leaves_the_new_one_alone() -> None:
+    """The old controller still ticks (its node was lost to the RM) while the service is destroyed
+    and submitted again: it must neither flex nor register, nor overwrite the new one's memory."""
+    lab = make(instances=2, cooldown_ms=0)
+    lab.rm.application = FIRST
+    registry = Registry()
+    old = ControlLoop(lab.controller.config, lab.rm, registry, lab.scraper, clock=lambda: lab.clock[0],
+                      wall=lambda: 1.7e9 + lab.clock[0], application=FIRST)  # fmt: skip
+    lab = Lab(old, lab.rm, lab.scraper, lab.clock)
+    lab.ticks(2)
+    assert all(i.registered for i in old.snapshot.instances)
+
+    lab.rm = FakeRm(2)  # destroyed, submitted again under the name
+    lab.rm.application = AGAIN
+    old._rm = lab.rm
+    registry.memory, registry.znodes = None, {}  # as the new controller would find them
+    lab.ticks(7)  # idle for long enough to scale down, were it acting
+    assert (lab.rm.calls, registry.znodes, registry.memory) == ([], {}, None)
+    assert any("outlived its service" in problem for problem in old.snapshot.problems)

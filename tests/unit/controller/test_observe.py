@@ -19,6 +19,7 @@ from tarn.controller.observe import (
     Container,
     Scraper,
     answered_by,
+    application_of_container,
     containers_of,
     distrust,
     with_known_addresses,
@@ -162,3 +163,28 @@ def test_containers_carry_their_fronts_port(flags: list[str], ports: list[tuple[
         ]
     }
     assert [(c.http_port, c.openai_port) for c in containers_of(service, config)] == ports
+
+
+@pytest.mark.parametrize(
+    ("container_id", "application"),
+    [
+        ("container_e17_1410901177871_0001_01_000005", "application_1410901177871_0001"),
+        ("container_1764000000000_12345_02_000001", "application_1764000000000_12345"),
+        ("", None),
+        ("container_x_1_01_000001", None),
+        ("container_17_1410901177871_0001_01_000005", None),  # six parts need the epoch's "e"
+        ("application_1410901177871_0001", None),
+    ],
+)
+def test_application_of_container(container_id: str, application: str | None) -> None:
+    assert application_of_container(container_id) == application
+
+
+def test_a_controller_never_acts_on_a_service_of_another_application() -> None:
+    service = {"name": "svc", "id": "application_2_0001", "state": "STABLE",
+               "components": [{"name": "triton", "number_of_containers": 1}]}  # fmt: skip
+    assert distrust(service, "application_2_0001") is None
+    assert distrust(service, None) is None  # outside YARN: nothing to compare
+    assert distrust({**service, "id": None}, "application_1_0001") is None  # an RM answer without id
+    doubt = str(distrust(service, "application_1_0001"))
+    assert ("application_2_0001" in doubt, "application_1_0001" in doubt) == (True, True)
