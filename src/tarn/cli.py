@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         ("status", "the service's state and components"),
         ("instances", "the Triton instances: host, state, ports"),
         ("stop", "stop every container, keep the service definition"),
+        ("start", "start a stopped service again"),
         ("destroy", "remove the service and the files it uploaded"),
     ):
         command = commands.add_parser(name, help=text)
@@ -169,6 +170,12 @@ def stop(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     return 0
 
 
+def start(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    answer = service.start(cluster(args, environ).rm, args.service_name)
+    print(answer if answer is not None else f"service {args.service_name} is not stopped: nothing to start")
+    return 0
+
+
 def destroy(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     removed = service.destroy(cluster(args, environ), args.service_name)
     print(f"destroyed service {args.service_name}" if removed else f"no service {args.service_name}")
@@ -189,6 +196,7 @@ COMMANDS = {
     "instances": instances,
     "scale": scale,
     "stop": stop,
+    "start": start,
     "destroy": destroy,
     "haproxy-sync": haproxy_command.haproxy_sync,
     "activator": activator_command.activator_command,

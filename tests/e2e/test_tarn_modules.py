@@ -1,7 +1,8 @@
 """The tarn.yarn modules against the lab's real ResourceManager and HDFS (services named mod-*).
 
 create → a second run changes nothing → check mode reports a change without making it → diff
-shows it → absent removes the service and its HDFS files. Then the model repository module
+shows it → stopped → `tarn start` (a new application, its controller acting) → absent removes the
+service and its HDFS files. Then the model repository module
 (idempotent by HDFS checksum). playbooks/deploy.yml and upgrade.yml under load: test_chaos.py.
 """
 
@@ -20,8 +21,8 @@ import pytest
 from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
-from tests.support.lab import LAB_USER
-from tests.support.lab_service import MODELS, run_module
+from tests.support.lab import LAB_USER, wait_for
+from tests.support.lab_service import CLUSTER, MODELS, run_module, tarn
 
 # Ports and sizes set aside for these tests on the shared lab.
 SERVICE: dict[str, Any] = {
@@ -74,6 +75,11 @@ def what_differs(args: dict[str, Any]) -> str:
     )
 
 
+def controller_lists_ready(name: str) -> bool:
+    info = run_module("tarn_info", {"service_name": name, "token": SERVICE["token"]})
+    return any(i.get("state") == "READY" for i in info.get("controller_instances", []))
+
+
 def test_deploy_lifecycle(rm: ResourceManager, hdfs: WebHdfsClient, models_on_hdfs: str) -> None:
     name = f"mod-e2e-{uuid.uuid4().hex[:6]}"
     args = {"service_name": name, "model_repository": f"hdfs://{models_on_hdfs}", **SERVICE}
@@ -110,6 +116,16 @@ def test_deploy_lifecycle(rm: ResourceManager, hdfs: WebHdfsClient, models_on_hd
         stopped = run_module("tarn_deploy", {"service_name": name, "state": "stopped"})
         assert stopped["changed"]
         assert not run_module("tarn_deploy", {"service_name": name, "state": "stopped"})["changed"]
+
+        # `tarn start`: a new YARN application from the kept definition, whose controller acts (a
+        # controller never acts on another application's service) and lists the instance READY
+        first = str(info["service"]["id"])
+        started = tarn("start", "--service-name", name, "--user", LAB_USER, *CLUSTER)
+        assert started.returncode == 0, started.stderr
+        twice = tarn("start", "--service-name", name, "--user", LAB_USER, *CLUSTER)
+        assert "nothing to start" in twice.stdout, twice.stdout
+        wait_for(lambda: controller_lists_ready(name), 180, "the started service's controller", every=3)
+        assert (rm.service(name) or {}).get("id") not in (None, first)
     finally:
         removed = run_module("tarn_deploy", {"service_name": name, "state": "absent"})
     assert removed["changed"]

@@ -18,7 +18,7 @@ This package is the public interface: front ends import from ``tarn.service``. T
 does not import it (it runs inside the service and needs none of this).
 """
 
-from tarn.service.apply import apply, check_count, create, destroy, existing, flex, stop
+from tarn.service.apply import apply, check_count, create, destroy, existing, flex, start, stop
 from tarn.service.artifacts import STORE_PASSWORD_ENV, Desired, artifact_dir, desired_service
 from tarn.service.cluster import Cluster, connect
 from tarn.service.options import Options
@@ -57,6 +57,7 @@ __all__ = [
     "scale",
     "spec_of",
     "spec_version",
+    "start",
     "stop",
     "summary",
     "triton_count",

@@ -147,6 +147,14 @@ def stop(rm: ResourceManager, name: str) -> JSON:
     return rm.set_state(name, "STOPPED")
 
 
+def start(rm: ResourceManager, name: str) -> str | None:
+    """Start a stopped service again (YARN submits a new application from the kept definition);
+    None when it was not stopped, else YARN's answer."""
+    if not stopped(existing(rm, name)):
+        return None
+    return str(rm.set_state(name, "STARTED").get("diagnostics") or "started")
+
+
 def destroy(cluster: Cluster, name: str) -> bool:
     """Remove the service and its HDFS files; False when there was neither."""
     removed = cluster.rm.destroy(name)

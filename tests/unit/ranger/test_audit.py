@@ -293,7 +293,7 @@ def test_a_batch_being_written_is_still_pending(hdfs: Hdfs) -> None:
         seen.append((audit.pending, audit.written))
         write(data, now)
 
-    file.write = watched  # type: ignore[method-assign]
+    file.write = watched  # type: ignore[method-assign,assignment]
     audit.log(Request("alice", "a", "infer"), ALLOWED, 207)
     audit.log(Request("bob", "b", "infer"), ALLOWED, 207)
     audit.flush()
