@@ -35,8 +35,9 @@ from typing import Any
 from tarn import payload
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
-from bench.common import free_port, percentile
+from bench.common import percentile
 from bench.result import Figure, Result
+from tests.support.loopback import free_port
 
 
 class Instances(BaseHTTPRequestHandler):

@@ -1,16 +1,8 @@
-"""What several benches share: a free loopback port and the percentile their figures use."""
+"""What several benches share: the percentile their figures use (free ports: tests.support.loopback)."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterable
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (the kernel's pick; free until something else takes it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def percentile(values: Iterable[float], fraction: float) -> float:

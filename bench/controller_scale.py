@@ -32,8 +32,8 @@ from tarn.controller.observe import Scraper
 from tarn.stdlib.config import TarnConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
-from bench.common import free_port
 from bench.result import Figure, Result
+from tests.support.loopback import free_port
 
 METRICS_TEMPLATE = """\
 # HELP nv_inference_request_success Number of successful inference requests, all batch sizes

@@ -68,9 +68,10 @@ from typing import Any
 from tarn.haproxy.runtime import RuntimeApi, RuntimeApiError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run alone: bench.result from the root
-from bench.common import free_port, percentile
+from bench.common import percentile
 from bench.result import Figure, Result
 from tests.support.haproxy import render_role_cfg
+from tests.support.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 REPOSITORY = ROOT / "examples" / "llm_repository"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.common import free_port
 from tarn.controller.main import RM_TIMEOUT_S, STOP_GRACE_S
+from tests.support.loopback import free_port
 
 
 class SilentRm(http.server.ThreadingHTTPServer):

@@ -18,7 +18,6 @@ import contextlib
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -42,6 +41,7 @@ from tarn.ranger.settings import read_settings
 from tarn.ranger.state import PolicyState
 from tarn.stdlib.api_token import Secret
 from tests.support.controller import AUTH, TOKEN, ModelScraper, make
+from tests.support.loopback import free_port
 from tests.support.ranger_admin import SERVICE, Standin, policy, served, service_def, start, stop
 from tests.support.ranger_documents import write_xml
 from tests.support.ranger_harness import ACTIONS, USERS, harness_jar, ranger_decisions
@@ -326,12 +326,6 @@ def test_started_with_admin_down_and_no_cache_everything_is_denied(admin: Standi
         assert "tarn_ranger_policy_version -1.0" in metrics
     finally:
         running.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_tarn_controller_runs_the_plugin_from_its_flags(admin: Standin, tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ the session, and a service submitted again under the same name does not adopt it
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import textwrap
@@ -20,15 +19,10 @@ from kazoo.client import KazooClient
 from tarn.controller.memory import Memory, decode
 from tarn.controller.registry import Registry, znode_data
 from tests.support.controller import make
+from tests.support.loopback import free_port
 
 PATH = "/services/triton/instances"
 WANTED = {f"container_{n}": znode_data({"service": "svc", "instance": f"triton-{n}"}) for n in range(3)}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

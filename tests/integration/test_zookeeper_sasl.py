@@ -39,6 +39,7 @@ from tarn.errors import ConfigError
 from tarn.haproxy.sources import ZooKeeperSource
 from tarn.stdlib.kerberos import KerberosIdentity
 from tests.support.kerberos import REALM, Kdc, missing_programs, running_kdc
+from tests.support.loopback import free_port
 
 PATH = "/services/triton/instances"
 WANTED = {
@@ -88,12 +89,6 @@ class Secure:
 
     def log(self) -> str:
         return (self.home / "zookeeper.log").read_text(errors="replace")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def start_zookeeper(home: Path, kdc: Kdc, keytab: Path, port: int) -> subprocess.Popen[bytes]:

@@ -1,11 +1,32 @@
-"""Loopback HTTP servers for the clients' unit tests: a handler class served on a free port."""
+"""Loopback for the tests and benches: free ports, and HTTP servers (a handler class served on a
+free port) for the clients' unit tests."""
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports free on 127.0.0.1 now, the kernel's picks (all bound at once, so
+    none repeats; free until something else takes one): no fixed port that a test running beside
+    this one or any other process could hold."""
+    socks = [socket.socket() for _sock in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def free_port() -> int:
+    """One TCP port free on 127.0.0.1 now (``free_ports``)."""
+    return free_ports(1)[0]
 
 
 class QuietHandler(BaseHTTPRequestHandler):

@@ -6,7 +6,8 @@ import socket
 
 import pytest
 
-from bench.common import free_port, percentile
+from bench.common import percentile
+from tests.support.loopback import free_port, free_ports
 
 
 def test_the_percentile_is_the_sorted_value_at_its_index_without_interpolation() -> None:
@@ -29,3 +30,8 @@ def test_the_free_port_can_be_bound_on_loopback() -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", port))
         assert listener.getsockname()[1] == port
+
+
+def test_free_ports_are_distinct() -> None:
+    ports = free_ports(8)
+    assert len(set(ports)) == 8

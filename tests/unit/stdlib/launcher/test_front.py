@@ -31,7 +31,8 @@ from tarn.stdlib.launcher.main import (
     parse_args,
 )
 from tarn.stdlib.launcher.supervise import restart_delay
-from tests.unit.stdlib.launcher.test_supervise import alive, free_ports
+from tests.support.loopback import free_ports
+from tests.unit.stdlib.launcher.test_supervise import alive
 
 
 def launcher_args(*extra: str) -> argparse.Namespace:

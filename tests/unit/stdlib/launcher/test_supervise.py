@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -24,6 +23,7 @@ from tarn.stdlib.launcher.supervise import (
     stopped_status,
     strays,
 )
+from tests.support.loopback import free_ports
 
 # pid: (ppid, pgid). 1 init; 10 the container's shell (group 10) runs 11, the launcher; 12 its
 # Triton; 13 a stub of Triton's; 14 an orphaned stub re-parented to the launcher, in a session of
@@ -87,19 +87,6 @@ STANDIN = textwrap.dedent(
     time.sleep(600)
     """
 )
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports nothing listens on now, distinct, from the kernel: no fixed port that a test running
-    beside this one (pytest -n) or any other process could hold."""
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _sock in range(count)]
-    try:
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in socks]
-    finally:
-        for sock in socks:
-            sock.close()
 
 
 def alive(pid: int) -> bool:

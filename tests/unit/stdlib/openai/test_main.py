@@ -6,7 +6,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import pytest
 
 from tarn.stdlib.openai.__main__ import parse_args, triton_endpoint
 from tarn.stdlib.openai.server import Triton
+from tests.support.loopback import free_port
 
 SRC = Path(__file__).resolve().parents[4] / "src"
 
@@ -53,12 +53,6 @@ def test_triton_urls_refused(url: str) -> None:
 def test_bad_flags(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         parse_args(argv)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_the_front_runs_with_the_standard_library_only() -> None:
