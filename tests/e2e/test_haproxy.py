@@ -41,13 +41,13 @@ def converged(registered: Registered, count: int, timeout: float, what: str) -> 
     return wait_for(probe, timeout, what, every=0.5)
 
 
-def lag_after_change(registered: Registered, before: set[str], timeout: float = 300) -> float:
-    """Seconds from ZooKeeper's set changing (away from ``before``) to the backend matching it.
+def lag_after_change(registered: Registered, before: set[str], timeout: float = 300) -> tuple[float, float]:
+    """Seconds from ZooKeeper's set changing (away from ``before``) to the backend matching it, as
+    the start and the end of the probe that saw the match: the match came before that end.
 
-    Timed to the start of the probe that saw the match: the probe is a ``podman exec`` on the edge
-    node, which a loaded machine can hold for seconds, and its return is not HAProxy's lag (CI30
-    measured 5.16 s once, where 0.1-0.6 s is usual; which part was the probe is not known). The
-    figure can be short by one probe's time at most; a slow probe before the match still counts
+    The probe is a ``podman exec`` on the edge node, which a loaded machine can hold for seconds
+    (CI30 measured 5.16 s to the end once, where 0.1-0.6 s was usual; which part was the probe is
+    not known), so the bound is checked on the start; a slow probe before the match still counts
     in full. Probes over 1 s are printed."""
     deadline = time.monotonic() + timeout
     while registered.endpoints() == before:
@@ -61,7 +61,7 @@ def lag_after_change(registered: Registered, before: set[str], timeout: float = 
         if (took := time.monotonic() - probed) > 1.0:
             print(f"\n[haproxy] a probe of HAProxy's state took {took:.2f} s")
         if ready == wanted:
-            return probed - changed
+            return probed - changed, probed + took - changed
         assert probed - changed < 30, f"backend {ready} never matched {wanted}"
         time.sleep(0.05)
 
@@ -107,7 +107,7 @@ def test_both_models_answer_through_haproxy(lab_service: tuple[Registered, str])
 
 def test_scaling_and_a_killed_instance_fail_no_request(lab_service: tuple[Registered, str]) -> None:
     registered, token = lab_service
-    lags: dict[str, float] = {}
+    lags: dict[str, tuple[float, float]] = {}
     with Load(lambda: [FRONTEND], threads=4) as load:
         before = registered.endpoints()
         assert (
@@ -148,11 +148,12 @@ def test_scaling_and_a_killed_instance_fail_no_request(lab_service: tuple[Regist
     tally = load.tally
     print(
         f"\nthrough HAProxy: {tally.ok} requests ok, {tally.failed} failed; backend matched ZooKeeper after "
-        + ", ".join(f"{change}: {lag:.2f} s" for change, lag in lags.items())
+        + ", ".join(f"{change}: {start:.2f}-{end:.2f} s" for change, (start, end) in lags.items())
+        + " (from the start to the end of the probe that saw it)"
     )
     assert tally.failed == 0, tally.errors[:5]
     assert tally.ok > 100
-    assert all(lag <= 2.0 for lag in lags.values()), lags
+    assert all(start <= 2.0 for start, _end in lags.values()), lags
 
 
 def test_backend_restored_after_haproxy_restarts(lab_service: tuple[Registered, str]) -> None:
