@@ -17,6 +17,7 @@ from typing import Any
 from tarn.clients.pooled_http import NO_ANSWER, PooledHttp
 from tarn.clients.triton import DEFAULT_SERVER_ID, INDEX_PATH, METRICS_PATH, READY_PATH, SERVER_PATH
 from tarn.controller.fronts import FrontSample, parse_front_metrics
+from tarn.controller.memory import application_of
 from tarn.controller.signals import TritonSample, parse_triton_metrics
 from tarn.errors import TarnError
 from tarn.spec import TRITON, component_of, container_host, instance_number
@@ -87,8 +88,8 @@ def distrust(service: JSON | None, own_application: str | None = None) -> str | 
     register the instances of a new service submitted under the same name."""
     if service is None:
         return "the ResourceManager does not know the service (restarting or failing over?)"
-    current = service.get("id")
-    if own_application is not None and current and current != own_application:
+    current = application_of(service)
+    if own_application is not None and current is not None and current != own_application:
         return (
             f"the service is now {current} and this controller belongs to {own_application}: "
             "it outlived its service and must not act on a new one"

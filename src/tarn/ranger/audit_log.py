@@ -170,7 +170,8 @@ class AuditLog:
                     excess = max(0, len(self._unwritten) - self._queue.maxsize)  # the oldest go
                     del self._unwritten[:excess]
                     self.dropped += excess
-                log.warning("Ranger audit: %d events not yet on HDFS (%s); retrying", len(lines), exc)
+                    kept = len(self._unwritten)
+                log.warning("Ranger audit: %d events not yet on HDFS (%s); retrying", kept, exc)
                 return
         with self._lock:
             del self._unwritten[: len(lines)]
