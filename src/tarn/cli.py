@@ -184,9 +184,11 @@ def destroy(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
 
 def controller(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     from tarn.controller.main import run_controller  # only inside YARN: needs kazoo, prometheus_client
+    from tarn.controller.shutdown import end_process
     from tarn.stdlib.config import validate
 
-    return run_controller(validate(config_from_namespace(args, environ)), args.rm_url, environ)
+    # a stopped controller ends here, without the interpreter's exit (it joins threads left behind)
+    end_process(run_controller(validate(config_from_namespace(args, environ)), args.rm_url, environ))
 
 
 COMMANDS = {

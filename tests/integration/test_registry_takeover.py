@@ -11,7 +11,6 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -19,7 +18,7 @@ from kazoo.client import KazooClient
 from tarn.controller.memory import Memory, decode
 from tarn.controller.registry import Registry, znode_data
 from tests.support.controller import make
-from tests.support.loopback import free_port
+from tests.support.zookeeper import zookeeper_server
 
 PATH = "/services/triton/instances"
 WANTED = {f"container_{n}": znode_data({"service": "svc", "instance": f"triton-{n}"}) for n in range(3)}
@@ -27,29 +26,8 @@ WANTED = {f"container_{n}": znode_data({"service": "svc", "instance": f"triton-{
 
 @pytest.fixture(scope="module")
 def ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    home: Path = tmp_path_factory.mktemp("zookeeper")
-    port = free_port()
-    (home / "zoo.cfg").write_text(
-        f"tickTime=500\ndataDir={home / 'data'}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
-        "admin.enableServer=false\nmaxSessionTimeout=60000\n"
-    )
-    java = ["java", "-cp", "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"]
-    with open(home / "zookeeper.log", "wb") as log:
-        server = subprocess.Popen(
-            [*java, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(home / "zoo.cfg")],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    ensemble = f"127.0.0.1:{port}"
-    client = KazooClient(hosts=ensemble)
-    try:
-        client.start(timeout=60)
-        client.stop()
-        yield ensemble
-    finally:
-        client.close()
-        server.terminate()
-        server.wait(timeout=30)
+    with zookeeper_server(tmp_path_factory.mktemp("zookeeper")) as server:
+        yield server.ensemble
 
 
 class Poller:

@@ -10,13 +10,11 @@ and a refresher keeps the policies (tarn.ranger.refresher) the API authorizes wi
 from __future__ import annotations
 
 import logging
-import signal
 import socket
 import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import replace
-from types import FrameType
 
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.spnego import rm_auth
@@ -24,6 +22,7 @@ from tarn.controller.loop import ControlLoop
 from tarn.controller.observe import Scraper, application_of_container
 from tarn.controller.registry import Registry
 from tarn.controller.server import Api, serve
+from tarn.controller.shutdown import STOP_BUDGET_S, STOP_GRACE_S, Step, StopSignal, run_within
 from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls
 from tarn.ranger.audit_log import AuditLog, HdfsAuditFile, Identity
 from tarn.ranger.authorizer import Authorizer
@@ -33,20 +32,22 @@ from tarn.stdlib.api_token import read_token
 from tarn.stdlib.config import TarnConfig
 from tarn.stdlib.hadoop_site import namenode_http_url
 from tarn.stdlib.kerberos import service_identity, webhdfs_auth
-from tarn.stdlib.launcher.supervise import exit_status
 from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_location
 
 log = logging.getLogger("tarn.controller")
 
 
-STOP_GRACE_S = 2.0  # how long a stop waits for the tick under way (a tick takes well under 1 s)
 RM_TIMEOUT_S = 5.0  # per ResourceManager call: a tick waits on no one RM call longer
 
 
 def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mapping[str, str]) -> int:
+    """Run until YARN's SIGTERM; the exit status (143). The caller ends the process
+    (tarn.controller.shutdown.end_process): threads left behind must not hold it."""
     logging.basicConfig(
         stream=sys.stdout, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    stop = StopSignal()
+    stop.install()  # first: under Docker a PID 1 without a handler never sees YARN's SIGTERM
     user = config.user or environ.get("HADOOP_USER_NAME") or environ.get("USER") or "tarn"
     rm_at = resource_manager_urls(rm_urls, client_conf_dir(None, environ))
     ranger = settings_of(config)  # ConfigError before anything starts
@@ -79,42 +80,35 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     server = serve(api, config.address, config.am_port)
     log.info("serving on %s:%d, tick %.1f s", config.address, config.am_port, config.tick_seconds)
 
-    stop = threading.Event()
-    stopped_by: list[int] = []
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stopped_by.append(signum)
-        stop.set()
-        controller.wake()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     # The loop runs in a thread of its own so that a stop never waits on a tick under way: when YARN
     # stops the service it stops the AM too, and an RM call about the service then waits on the
     # dying AM until RM_TIMEOUT_S, call after call, past the NodeManager's SIGKILL.
-    loop = threading.Thread(target=controller.run, args=(stop,), name="control-loop", daemon=True)
+    loop = threading.Thread(target=controller.run, args=(stop.event,), name="control-loop", daemon=True)
     loop.start()
+    stop.running(controller.wake)
     try:
-        while loop.is_alive() and not stop.wait(1.0):
+        while loop.is_alive() and not stop.event.wait(1.0):
             pass
-        loop.join(STOP_GRACE_S)
-        if not stop.is_set():
-            raise RuntimeError("the control loop ended by itself")
-        if loop.is_alive():
-            log.warning("stopping with a tick still under way after %.0f s (left behind)", STOP_GRACE_S)
     finally:
-        server.shutdown()
-        scraper.close()
-        if refresher is not None:
-            refresher.stop()
+        steps = [
+            Step("the tick under way", lambda left: loop.join(min(STOP_GRACE_S, left))),
+            Step("the API", lambda left: server.shutdown()),
+            Step("the scraper", lambda left: scraper.close()),
+        ]
+        if refresher is not None:  # a poll under way is abandoned: the policies are not needed now
+            steps.append(Step("the Ranger poll", lambda left: refresher.stop(0.0)))
         if audit is not None:
-            audit.stop()  # writes what is queued
+            steps.append(Step("the Ranger audit's last write", audit.stop))
+        for late in run_within(steps, STOP_BUDGET_S):
+            log.warning("stopping with %s still under way after %.0f s (left behind)", late, STOP_BUDGET_S)
         if registry is not None:
             left = registry.detach()
             log.info("leaving %d registrations to the ZooKeeper session for a successor", left)
         log.info("stopped")
+    if not stop.event.is_set():
+        raise RuntimeError("the control loop ended by itself")
     # 128+N when YARN stopped it, as the launcher reports a stop (tarn.stdlib.launcher.supervise)
-    return exit_status(-stopped_by[0]) if stopped_by else 0
+    return stop.status
 
 
 def start_ranger(settings: PluginSettings) -> Refresher:

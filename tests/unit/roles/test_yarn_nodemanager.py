@@ -115,6 +115,16 @@ def test_nvidia_is_allowed_by_default_only_with_gpus(gpus: bool, runtimes: list[
     assert site["yarn.nodemanager.runtime.linux.docker.allowed-container-runtimes"] == ",".join(runtimes)
 
 
+def test_a_stopped_docker_container_is_removed_only_after_its_launch_read_the_exit_code() -> None:
+    """YARN 3.4 removes a stopped Docker container as soon as it has exited, while the launch still
+    reads its exit code (container-executor's inspections, 3 s apart): a container that ended within
+    a second of the stop (the controller) made the launch wait out every inspection, 28 s (CI25)."""
+    site = node_value("yarn_nodemanager_site_docker")
+    cfg = ce.parse_config(container_executor_cfg(**DOCKER))
+    inspections_s = ce.inspect_retries(cfg) * ce.INSPECT_RETRY_SLEEP_S
+    assert int(site["yarn.nodemanager.delete.debug-delay-sec"]) > inspections_s
+
+
 # ---- defect 4: the model cache's group and users
 
 

@@ -1,0 +1,70 @@
+"""The controller's stop (tarn.controller.shutdown): one budget for every step, the exit status of
+each signal, and a signal during the start that ends the process at once."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+from tarn.controller.shutdown import StopSignal, Step, run_within
+
+
+def sleeper(seconds: float, log: list[str], name: str) -> Step:
+    def run(left: float) -> None:
+        log.append(f"{name} started with {left:.1f}")
+        time.sleep(seconds)
+        log.append(f"{name} done")
+
+    return Step(name, run)
+
+
+@pytest.mark.parametrize(
+    ("durations", "budget", "late"),
+    [
+        ({"a": 0.0, "b": 0.0}, 1.0, []),  # quick steps: none late
+        ({"a": 0.0, "b": 5.0, "c": 0.0}, 0.5, ["b", "c"]),  # b holds the budget: c starts with 0 s, late
+        ({"a": 5.0}, 0.3, ["a"]),  # a hung step (an HDFS write, a Ranger poll) is left behind
+    ],
+)
+def test_every_step_shares_one_budget(durations: dict[str, float], budget: float, late: list[str]) -> None:
+    log: list[str] = []
+    began = time.monotonic()
+    assert run_within([sleeper(s, log, name) for name, s in durations.items()], budget) == late
+    assert time.monotonic() - began < budget + 0.2  # whatever the steps wait on
+    assert [line.split()[0] for line in log if "started" in line] == list(durations)  # each one started
+
+
+def test_a_late_step_is_given_what_is_left_and_a_failing_one_does_not_stop_the_next() -> None:
+    given: list[float] = []
+
+    def fails(left: float) -> None:
+        raise OSError("the NameNode refused the write")
+
+    steps = [Step("slow", lambda left: time.sleep(0.3)), Step("fails", fails), Step("last", given.append)]
+    assert run_within(steps, 1.0) == []
+    assert 0.5 < given[0] < 0.75
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_while_starting_ends_the_process_at_once_with_128_plus_n(signum: int, status: int) -> None:
+    ended: list[int] = []
+    stop = StopSignal(exit_now=ended.append)
+    stop.on_signal(signum)
+    assert ended == [status]
+    assert not stop.event.is_set()
+
+
+def test_a_signal_while_running_asks_the_loop_to_stop_and_the_first_signal_names_the_status() -> None:
+    ended: list[int] = []
+    woken = threading.Event()
+    stop = StopSignal(exit_now=ended.append)
+    assert stop.status == 0
+    stop.running(woken.set)
+    stop.on_signal(signal.SIGTERM)
+    stop.on_signal(signal.SIGINT)  # an impatient second signal does not change what YARN is told
+    assert ended == []
+    assert stop.event.is_set() and woken.is_set()
+    assert stop.status == 143
