@@ -26,6 +26,7 @@ checks=(
   "ip                          iproute2         tests/integration (network namespaces)"
   "unshare                     util-linux       tests/integration (network namespaces)"
   "nsenter                     util-linux       tests/integration (network namespaces)"
+  "taskset                     util-linux       lab/slowed.sh (a CPU hog on one core: make e2e-slowed)"
   "java                        openjdk-17-jdk-headless  Hadoop, ZooKeeper, the JCEKS tests"
   "keytool                     openjdk-17-jdk-headless  tests/unit/stdlib/test_jceks.py (real keystores)"
   "mvn                         maven            lab/hadoop-dist/build.sh, lab/ranger-harness, knox/"

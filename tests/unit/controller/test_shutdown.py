@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tarn.controller.shutdown import StopSignal, Step, run_within
+from tarn.controller.shutdown import Step, StopSignal, run_within
 
 
 def sleeper(seconds: float, log: list[str], name: str) -> Step:
@@ -66,5 +66,6 @@ def test_a_signal_while_running_asks_the_loop_to_stop_and_the_first_signal_names
     stop.on_signal(signal.SIGTERM)
     stop.on_signal(signal.SIGINT)  # an impatient second signal does not change what YARN is told
     assert ended == []
-    assert stop.event.is_set() and woken.is_set()
+    assert stop.event.is_set()
+    assert woken.is_set()
     assert stop.status == 143
