@@ -58,7 +58,7 @@ class Silent:
     def serve(self) -> None:
         with contextlib.suppress(OSError):
             while True:
-                connection, _ = self.sock.accept()
+                connection, _address = self.sock.accept()
                 self.held.append(connection)
                 self.arrivals += 1
 
