@@ -99,9 +99,9 @@ class StopSignal:
         if self._wake is None:
             log.info("signal %d while starting: stopped (nothing registered yet)", signum)
             self._exit_now(self.status)
-            return
-        self.event.set()
-        self._wake()
+        else:
+            self.event.set()
+            self._wake()
 
 
 def end_process(status: int) -> NoReturn:
