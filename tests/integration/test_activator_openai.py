@@ -315,7 +315,7 @@ def test_a_client_that_leaves_mid_stream_cancels_the_generation(stack: Stack, re
     assert carried.get("tarn_activator_requests_total:after_hold") == 1
     # the same once HAProxy has the front's slot up: HAProxy straight to the front
     wait_until(lambda: fronts_up(stack) == 1, "HAProxy has the front's slot up", 10)
-    time.sleep(1.5)  # its health check: rise 1, inter 1 s
+    wait_until(lambda: len(stack.proxy.serving("openai_backend")) == 1, "the front's health check passed", 10)
     direct = leave(stack, reset)
     assert ns.run(activator_metrics) == carried  # the activator carried nothing this time
     print(

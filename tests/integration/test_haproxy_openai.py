@@ -217,10 +217,11 @@ def sessions(proxy: Haproxy) -> int:
 def test_short_requests_avoid_the_fronts_that_stream(bench: Bench, role_cfg: Path) -> None:
     proxy, _zk = start(bench, role_cfg, [True, True, True])
     # One stream, then another once the first is under way: two arriving at the same instant can
-    # both be given the same least-loaded server by HAProxy's threads. Each lasts 4 s.
+    # both be given the same least-loaded server by HAProxy's threads. Each lasts 12 s: longer than
+    # the six short requests may take on a loaded machine (each waits up to 5 s for the count).
     long = []
     for begun in (1, 2):
-        long.append(stream(bench, "/v1/stream?gap=0.5&n=8"))
+        long.append(stream(bench, "/v1/stream?gap=0.5&n=24"))
         wait_until(partial(streams_begun, begun), f"stream {begun} begun", 10)
     answered: Counter[str] = Counter()
     for _round in range(6):
@@ -229,12 +230,13 @@ def test_short_requests_avoid_the_fronts_that_stream(bench: Bench, role_cfg: Pat
         # each (CI26 saw 4 of 6 on the idle front). Wait for its count, as a client's pace would.
         wait_until(lambda: sessions(proxy) == 2, "only the two streams in flight", 5)
         answered[get(bench, "/v1/me")[1].split()[0]] += 1
+    assert streams_begun(2), "a stream ended before the short requests did"
     results = [future.result(timeout=30) for future in long]
     streaming = {str(events[0][0]["front"]) for events in results}
     assert len(streaming) == 2
     [idle] = {f"{ip}:{FRONT_PORT}" for ip in IPS[:3]} - streaming
     assert answered == {idle: 6}  # round robin would have sent 4 of the 6 to the busy fronts
-    assert all(len(events) == 8 for events in results)
+    assert all(len(events) == 24 for events in results)
 
 
 def test_a_slow_stream_outlives_the_entrys_timeouts_and_each_event_arrives_at_once(

@@ -252,6 +252,16 @@ class Haproxy:
     def ready(self) -> set[str]:
         return {str(s.endpoint) for s in self.api.slots(BACKEND) if s.admin is AdminState.READY}
 
+    def serving(self, backend: str = BACKEND) -> set[str]:
+        """The slots HAProxy sends requests to now: READY and up by their health check (srv_op_state
+        2, which `rise` sets); a test waits for this, not for a sleep of rise x inter."""
+        slots = {slot.name for slot in self.api.slots(backend)}
+        return {
+            f"{s.addr}:{s.port}"
+            for s in self.api.servers_state(backend)
+            if s.name in slots and s.admin is AdminState.READY and s.operational == 2
+        }
+
     def states(self) -> dict[str, tuple[str, str, int]]:
         return {s.name: (str(s.endpoint), s.admin.value, s.sessions) for s in self.api.slots(BACKEND)}
 
