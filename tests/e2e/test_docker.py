@@ -129,12 +129,12 @@ def test_yarn_stops_each_container_through_the_launcher_it_runs_as_pid_1(
         return took
 
     took = wait_for(stopped, 60, "the NodeManagers to stop the service's containers")
-    seconds = {container: took_s for container, (took_s, _state) in took.items()}
+    longest = max(took_s for took_s, _state in took.values())
     print(
         f"\n[docker] YARN's stop to each container's end, and the state it ended in: {took}"
-        f" (margin {SIGKILL_DELAY_S - max(seconds.values()):.1f} s to the NodeManager's SIGKILL)"
+        f" (margin {SIGKILL_DELAY_S - longest:.1f} s to the NodeManager's SIGKILL)"
     )
-    assert max(seconds.values()) < SIGKILL_DELAY_S, f"{took}: not ended before the NodeManager's SIGKILL"
+    assert longest < SIGKILL_DELAY_S, f"{took}: not ended before the NodeManager's SIGKILL"
     # killed on request (exit 143 read by the launch), not EXITED_WITH_FAILURE: a container YARN removed
     # before its launch read the exit code ends that way, 28 s late (the yarn_nodemanager role's delay)
     assert {state for _took_s, state in took.values()} == {"CONTAINER_CLEANEDUP_AFTER_KILL"}, took

@@ -97,9 +97,7 @@ def activator_metrics() -> dict[str, float] | None:
     return samples
 
 
-def test_a_burst_from_zero_is_held_then_answered(
-    stack: Stack,
-) -> None:
+def test_a_burst_from_zero_is_held_then_answered(stack: Stack) -> None:
     lab, zk, clients, proxy = stack
     burst = [clients.submit(get) for count in range(50)]
 
