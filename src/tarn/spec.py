@@ -252,6 +252,8 @@ def _controller(config: TarnConfig, artifacts: Artifacts) -> JSON:
         ),
         files=files,
     )
+    if config.anti_affinity:  # see _restartable
+        component["placement_policy"] = _restartable()
     # YARN merges the service's properties into each component's: written here too, the spec
     # reads back exactly as it was sent.
     properties = {**SERVICE_PROPERTIES, SETTINGS_PROPERTY: _settings(config, has_token, artifacts.rm_urls)}
@@ -376,6 +378,18 @@ def _http_readiness(port: int, path: str) -> JSON:
 
 def _anti_affinity(placement_tag: str) -> JSON:
     constraint = {"name": placement_tag, "type": "ANTI_AFFINITY", "scope": "NODE", "target_tags": [TRITON]}
+    return {"constraints": [constraint]}
+
+
+def _restartable() -> JSON:
+    """The controller's own constraint, beside Triton's anti-affinity (docs/recovery.md). Once one
+    component has a placement policy, YARN's service AM asks for every component's containers
+    with SchedulingRequests; one without a constraint is accepted the first time and, asked again
+    (the controller's replacement), fails every AM heartbeat in YARN 3.4's ResourceManager with a
+    NullPointerException (SingleConstraintAppPlacementAllocator compares the stored request's null
+    constraint), so nothing is allocated again in that AM attempt. Anti-affinity to itself
+    constrains nothing: there is one controller."""
+    constraint = {"name": CONTROLLER, "type": "ANTI_AFFINITY", "scope": "NODE", "target_tags": [CONTROLLER]}
     return {"constraints": [constraint]}
 
 

@@ -117,7 +117,7 @@ def zero(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Ze
     zk = KazooClient(hosts=zk_hosts)
     zk.start(timeout=15)
     try:
-        deadline = time.monotonic() + 30  # a service destroyed just before leaves its znodes to its session
+        deadline = time.monotonic() + 30  # another service still being destroyed withdraws its znodes last
         while (others := other_services(zk)) and time.monotonic() < deadline:
             time.sleep(1)
         assert not others, (

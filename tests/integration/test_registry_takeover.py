@@ -1,7 +1,9 @@
-"""A new controller session takes over the znodes of the old one without a gap, on a real
-ZooKeeper (Debian's, on loopback): a reader polling the children never sees an instance missing,
-and the old session ending removes nothing of the new one's. The controller's memory outlives
-the session, and a service submitted again under the same name does not adopt it."""
+"""The registrations outlive the controller, on a real ZooKeeper (Debian's, on loopback): a new
+controller adopts the znodes of the old one and a reader polling the children never sees an
+instance missing, whether the old session ends or not; an older TARN's ephemeral znodes are made
+persistent the same way; a controller gone for good leaves them standing; a destroyed service's
+are withdrawn. The controller's memory outlives the session, and a service submitted again under
+the same name does not adopt it."""
 
 from __future__ import annotations
 
@@ -11,12 +13,15 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from kazoo.client import KazooClient
 
 from tarn.controller.memory import Memory, decode
 from tarn.controller.registry import Registry, znode_data
+from tarn.service.registrations import withdraw
+from tarn.stdlib.config import TarnConfig
 from tests.support.controller import make
 from tests.support.zookeeper import zookeeper_server
 
@@ -75,27 +80,35 @@ def owners(ensemble: str) -> set[int]:
         client.close()
 
 
-def test_takeover_leaves_no_gap(ensemble: str) -> None:
-    current = session(ensemble)
-    current.sync(WANTED)
-    takeovers = 0
+def test_successors_adopt_with_no_gap(ensemble: str) -> None:
+    older = KazooClient(hosts=ensemble)  # an older TARN: ephemeral znodes of its session
+    older.start(timeout=30)
+    for name, data in WANTED.items():
+        older.create(f"{PATH}/{name}", data, ephemeral=True, makepath=True)
+    current: Registry | None = None
+    adoptions = 0
     with Poller(ensemble) as poller:
-        while takeovers < 25:  # each round: a new controller takes over, the old one is killed
+        first = session(ensemble)
+        plan = first.sync(WANTED)
+        assert sorted(plan.create) == sorted(WANTED) == sorted(plan.delete)  # made persistent in one go
+        older.stop()  # the older session ends: nothing of it is left to go
+        older.close()
+        current = first
+        while adoptions < 25:  # each round: a new controller adopts, the old one is killed
             successor = session(ensemble)
             plan = successor.sync(WANTED)
-            assert sorted(plan.create) == sorted(WANTED)  # it took every znode over
-            assert owners(ensemble) == {successor._client.client_id[0]}
-            current._client.stop()  # the old session ends (as after kill -9 and its timeout)
-            current._client.close()
+            assert sorted(plan.update) == sorted(WANTED)
+            assert (plan.create, plan.delete) == ((), ())
+            current.close()  # the old session ends (as after kill -9 and its timeout)
             current = successor
-            takeovers += 1
+            adoptions += 1
             time.sleep(0.05)
     print(
-        f"\n[registry] {takeovers} takeovers, {poller.reads} reads of the children, {len(poller.gaps)} gaps"
+        f"\n[registry] {adoptions} adoptions, {poller.reads} reads of the children, {len(poller.gaps)} gaps"
     )
     assert poller.reads > 100
     assert poller.gaps == []
-    assert owners(ensemble) == {current._client.client_id[0]}
+    assert owners(ensemble) == {0}  # persistent
     current.stop()
 
 
@@ -141,12 +154,13 @@ def test_a_service_submitted_again_ignores_the_old_memory(ensemble: str) -> None
         second.stop()
 
 
-def test_a_stopping_controller_leaves_its_znodes_to_the_session(ensemble: str) -> None:
-    """The controller's stop path (detach, then exit): the znodes stand after the process is gone,
-    for a successor to take over, and go when the session times out."""
+def test_a_controller_gone_for_good_leaves_its_znodes_standing(ensemble: str) -> None:
+    """The controller's stop path (detach, then exit), and no successor: the znodes stand after
+    the process and its session are gone (the old code's went at the session's timeout, taking
+    every healthy instance out of discovery)."""
     script = textwrap.dedent(f"""
         from tarn.controller.registry import Registry, znode_data
-        registry = Registry({ensemble!r}, {PATH!r}, "svc-stop", session_timeout=4.0)
+        registry = Registry({ensemble!r}, {PATH!r}, "svc-stop", session_timeout=2.0)
         registry.start(timeout=30)
         registry.sync({{"stopping-1": znode_data({{"service": "svc-stop"}})}})
         print(registry.detach())
@@ -154,18 +168,36 @@ def test_a_stopping_controller_leaves_its_znodes_to_the_session(ensemble: str) -
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
-    exited = time.monotonic()
     assert done.stdout.strip() == "1"
     reader = KazooClient(hosts=ensemble)
     reader.start(timeout=30)
     try:
-        assert reader.exists(f"{PATH}/stopping-1"), "the znode went with the process"
-        while reader.exists(f"{PATH}/stopping-1"):
-            assert time.monotonic() - exited < 30, "the znode outlived its session"
-            time.sleep(0.1)
-        stood = time.monotonic() - exited
+        time.sleep(6.0)  # past the 2 s session's expiry (ZooKeeper ends it within the timeout x 1.5)
+        assert reader.exists(f"{PATH}/stopping-1"), "the znode went with the controller's session"
+        reader.delete(f"{PATH}/stopping-1")
     finally:
         reader.stop()
         reader.close()
-    print(f"\n[registry] a stopped controller's znode stood {stood:.1f} s (session timeout 4 s)")
-    assert stood > 1.0
+
+
+def test_a_destroyed_services_znodes_are_withdrawn(ensemble: str) -> None:
+    """tarn destroy's last step (tarn.service.registrations.withdraw): this service's znodes go,
+    another service's under the same path stay."""
+    ours, theirs = session(ensemble), Registry(ensemble, PATH, "other", session_timeout=10.0)
+    theirs.start(timeout=30)
+    try:
+        ours.sync({"gone-1": znode_data({"service": "svc"}), "gone-2": znode_data({"service": "svc"})})
+        theirs.sync({"kept-1": znode_data({"service": "other"})})
+        ours.close()  # the controller is gone with its service
+        config = replace(TarnConfig(), service_name="svc", zk_ensemble=ensemble, zk_path=PATH)
+        assert withdraw(config, identity=None) is None
+        left = set(theirs._client.get_children(PATH))
+        assert {"gone-1", "gone-2"}.isdisjoint(left)
+        assert "kept-1" in left
+        unreachable = replace(config, zk_ensemble="127.0.0.1:9")  # nothing listens: said, not raised
+        said = withdraw(unreachable, identity=None, connect_s=1.0)
+        assert said is not None
+        assert "by hand" in said
+        assert PATH in said
+    finally:
+        theirs.stop()

@@ -191,7 +191,7 @@ def test_the_registry_authenticates_as_tarn_and_creates_with_its_acls(
             assert acls(anyone, path) == expected, path
         for name in WANTED:
             assert acls(anyone, f"{PATH}/{name}") == expected, name
-            assert anyone.get(f"{PATH}/{name}")[1].ephemeralOwner == registry._client.client_id[0]
+            assert anyone.get(f"{PATH}/{name}")[1].ephemeralOwner == 0  # persistent: outlives the controller
         assert acls(anyone, demand_path(PATH)) == demand_acls(secure.tarn.principal or "")
         assert "Successfully authenticated client: authenticationID=tarn/localhost@TARN.TEST" in secure.log()
     finally:

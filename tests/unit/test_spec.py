@@ -246,12 +246,24 @@ def test_anti_affinity_targets_the_triton_component() -> None:
     assert policy == {
         "constraints": [{"name": "a100", "type": "ANTI_AFFINITY", "scope": "NODE", "target_tags": [TRITON]}]
     }
-    assert "placement_policy" not in component(spec_of(), CONTROLLER)
+
+
+def test_beside_triton_s_constraint_the_controller_has_one_of_its_own() -> None:
+    """YARN 3.4's RM fails every AM heartbeat on the controller's second SchedulingRequest when it
+    has no constraint (issue 47): the controller was never relaunched twice in one AM attempt."""
+    policy = component(spec_of(), CONTROLLER)["placement_policy"]
+    assert policy == {
+        "constraints": [
+            {"name": CONTROLLER, "type": "ANTI_AFFINITY", "scope": "NODE", "target_tags": [CONTROLLER]}
+        ]
+    }
 
 
 def test_no_anti_affinity() -> None:
+    """No component has a constraint: YARN's AM asks with plain ResourceRequests, for both."""
     spec = spec_of("--no-anti-affinity", "--port-stride", "10")
     assert "placement_policy" not in component(spec, TRITON)
+    assert "placement_policy" not in component(spec, CONTROLLER)
 
 
 # ---- readiness and launch commands

@@ -103,7 +103,7 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
             log.warning("stopping with %s still under way after %.0f s (left behind)", late, STOP_BUDGET_S)
         if registry is not None:
             left = registry.detach()
-            log.info("leaving %d registrations to the ZooKeeper session for a successor", left)
+            log.info("leaving %d registrations in ZooKeeper for a successor to adopt", left)
         log.info("stopped")
     if not stop.event.is_set():
         raise RuntimeError("the control loop ended by itself")

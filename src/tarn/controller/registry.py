@@ -1,11 +1,15 @@
-"""ZooKeeper registration: one ephemeral znode per serving instance (docs/discovery.md).
+"""ZooKeeper registration: one persistent znode per serving instance (docs/discovery.md).
 
 The controller is the single writer. Each tick it lists the children of --zk-path and makes
 them equal to the wanted set: ``plan_registry`` (pure) decides, ``Registry`` (kazoo) applies.
-Znodes of this service left by an earlier controller session (a restart) are replaced so that
-this session owns them; other services' znodes under the same path are never touched. Each
-reconciliation is one ZooKeeper transaction (multi): a takeover deletes and recreates a znode
-atomically, so no reader ever sees the instance missing.
+The znodes are persistent, not tied to the controller's session: a controller that is absent
+(killed, stopped, waiting for a container) leaves every instance discoverable, and the readers'
+health checks (HAProxy's, Knox's failover, the activator's skip) take out one that dies
+meanwhile. The controller that comes next adopts them: it rewrites what changed and deletes what
+is no longer ready. ``tarn destroy`` deletes a removed service's (tarn.service.apply). Other
+services' znodes under the same path are never touched. Each reconciliation is one ZooKeeper
+transaction (multi); an ephemeral znode of an older TARN is replaced in the same transaction,
+so no reader ever sees the instance missing.
 
 On a Kerberized cluster (a ``KerberosIdentity``: the service's --service-principal and keytab) the
 client authenticates with SASL GSSAPI (tarn.clients.zk_sasl) and every znode it creates, parents
@@ -43,11 +47,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("tarn.controller.registry")
 
 
+PERSISTENT = 0  # a persistent znode's ephemeralOwner
+
+
 @dataclass(frozen=True)
 class Present:
     """A child of --zk-path as read from ZooKeeper."""
 
-    owner: int  # the session that owns the ephemeral znode (0: persistent)
+    owner: int  # the session that owns an ephemeral znode (an older TARN's); 0: persistent
     service: str | None  # the "service" of its JSON, None when unreadable
 
 
@@ -66,11 +73,11 @@ def plan_registry(
     written: Mapping[str, bytes],
     wanted: Mapping[str, bytes],
     service: str,
-    session: int,
 ) -> RegistryPlan:
-    """Changes that make this service's znodes equal to ``wanted``.
+    """Changes that make this service's znodes equal to ``wanted``, every one persistent.
 
-    ``written``: what this session wrote and still believes is there (data by name).
+    ``written``: what this controller wrote and still believes is there (data by name); a
+    successor's is empty, so it rewrites each znode it adopts once.
     """
     create: list[str] = []
     update: list[str] = []
@@ -79,8 +86,8 @@ def plan_registry(
         found = present.get(name)
         if found is None:
             create.append(name)
-        elif found.owner != session:
-            delete.append(name)  # left by an earlier session: take it over
+        elif found.owner != PERSISTENT:
+            delete.append(name)  # an older TARN's ephemeral znode: made persistent
             create.append(name)
         elif written.get(name) != data:
             update.append(name)
@@ -152,7 +159,7 @@ class Registry:
         self._acl: list[ACL] | None = None  # None: kazoo's default, open to all
         self._demand_acl: list[ACL] | None = None
         self._written: dict[str, bytes] = {}
-        self._session = 0
+        self._session = 0  # the session the reads below were made in
         self._known: dict[str, Present] = {}  # znodes read once: owner and service
 
     def start(self, timeout: float = 10.0) -> None:
@@ -254,21 +261,23 @@ class Registry:
         DataWatch(self._client, demand_path(self._path), changed)
 
     def detach(self) -> int:
-        """A controller that stops leaves its znodes to its session: the process exits without
-        closing the session, so ZooKeeper keeps them until the session times out. A successor
-        (a relaunch, an upgrade of the controller) takes them over in one transaction with no gap;
-        without one they go at the timeout, and HAProxy's checks have marked dead instances down
-        by then. (Ending the session here would withdraw every healthy instance from discovery
-        until the successor registers them again.) The number of znodes left."""
+        """A controller that stops leaves its znodes where they are, for its successor (a
+        relaunch, an upgrade of the controller) to adopt, however long it takes to come: the
+        znodes are persistent, and withdrawing them would take every healthy instance out of
+        discovery meanwhile. The number of znodes left."""
         return len(self._written)
 
     def stop(self) -> None:
-        """Remove our znodes now and end the session (tests; a service being removed for good)."""
+        """Remove this service's znodes now and end the session (a destroyed service, tests)."""
         try:
             self.sync({})
         finally:
-            self._client.stop()
-            self._client.close()
+            self.close()
+
+    def close(self) -> None:
+        """End the session, leaving the znodes."""
+        self._client.stop()
+        self._client.close()
 
     @property
     def connected(self) -> bool:
@@ -280,13 +289,13 @@ class Registry:
     def sync(self, wanted: Mapping[str, bytes]) -> RegistryPlan:
         """One reconciliation; raises kazoo's errors (the loop logs them and tries next tick)."""
         session = int(self._client.client_id[0]) if self._client.client_id else 0
-        if session != self._session:  # a new session: every ephemeral znode of the old one is gone
+        if session != self._session:  # a new session: read everything again, as a successor does
             self._session, self._written, self._known = session, {}, {}
         self._client.ensure_path(self._path, acl=self._acl)
         children = set(self._client.get_children(self._path))
         present = {name: self._present(name) for name in children}
         self._known = {name: p for name, p in self._known.items() if name in children}
-        plan = plan_registry(present, self._written, wanted, self._service, session)
+        plan = plan_registry(present, self._written, wanted, self._service)
         if plan:
             self._commit(plan, wanted)
         for name in plan.delete:
@@ -302,12 +311,13 @@ class Registry:
         return plan
 
     def _commit(self, plan: RegistryPlan, wanted: Mapping[str, bytes]) -> None:
-        """The plan as one transaction: deletes first (a takeover recreates the same name)."""
+        """The plan as one transaction: deletes first (an older TARN's ephemeral znode is recreated
+        under the same name)."""
         transaction = self._client.transaction()
         for name in plan.delete:
             transaction.delete(f"{self._path}/{name}")
         for name in plan.create:
-            transaction.create(f"{self._path}/{name}", wanted[name], acl=self._acl, ephemeral=True)
+            transaction.create(f"{self._path}/{name}", wanted[name], acl=self._acl)
         for name in plan.update:
             transaction.set_data(f"{self._path}/{name}", wanted[name])
         from kazoo.exceptions import RolledBackError
@@ -319,7 +329,7 @@ class Registry:
 
     def _present(self, name: str) -> Present:
         if name in self._written:
-            return Present(owner=self._session, service=self._service)
+            return Present(owner=PERSISTENT, service=self._service)
         if name not in self._known:
             data, stat = self._client.get(f"{self._path}/{name}")
             self._known[name] = Present(owner=int(stat.ephemeralOwner), service=_service_of(data))

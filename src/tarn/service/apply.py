@@ -3,6 +3,7 @@ removes the files), rolling upgrade, flex, start, stop, destroy (the service and
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,12 +15,14 @@ from tarn.service.artifacts import Desired, artifact_dir
 from tarn.service.cluster import Cluster
 from tarn.service.options import Options
 from tarn.service.plan import Plan
+from tarn.service.registrations import withdraw
 from tarn.service.upgrade import rolling_upgrade
 from tarn.service.wait import stable, stopped, until, wait_ready
-from tarn.spec import TRITON
+from tarn.spec import TRITON, read_back
 from tarn.stdlib.config import TarnConfig
 
 JSON = dict[str, Any]
+log = logging.getLogger("tarn.service")
 
 
 def check_count(count: int) -> None:
@@ -156,7 +159,23 @@ def start(rm: ResourceManager, name: str) -> str | None:
 
 
 def destroy(cluster: Cluster, name: str) -> bool:
-    """Remove the service and its HDFS files; False when there was neither."""
+    """Remove the service, its HDFS files and its discovery entries (which outlive its controller
+    on purpose: tarn.service.registrations); False when there was nothing to remove. What could
+    not be withdrawn is logged as a warning with the way to remove it."""
+    found = cluster.rm.service(name)
     removed = cluster.rm.destroy(name)
     deleted = cluster.hdfs.delete(artifact_dir(cluster.user, name), recursive=True)
+    config = _deployed_config(found)
+    if config is not None and (left := withdraw(config, cluster.identity)):
+        log.warning("%s", left)
     return removed or deleted
+
+
+def _deployed_config(service: JSON | None) -> TarnConfig | None:
+    """The settings a TARN service was deployed with; None for no service or another kind."""
+    if service is None:
+        return None
+    try:
+        return read_back(service).config
+    except (ClusterError, KeyError, TypeError, ValueError):
+        return None

@@ -16,24 +16,34 @@ from tarn.controller.registry import (
 )
 
 
-def test_registry_plan_creates_updates_deletes_and_takes_over() -> None:
-    mine, old = 7, 3
+def test_registry_plan_creates_updates_deletes_and_adopts() -> None:
+    persistent, ephemeral = 0, 3
     present = {
-        "c1": Present(owner=mine, service="svc"),  # ours, unchanged
-        "c2": Present(owner=mine, service="svc"),  # ours, data changed
-        "c3": Present(owner=old, service="svc"),  # an earlier controller's session
-        "c4": Present(owner=mine, service="svc"),  # no longer ready
-        "x9": Present(owner=11, service="other"),  # another service under the same path
+        "c1": Present(owner=persistent, service="svc"),  # written, unchanged
+        "c2": Present(owner=persistent, service="svc"),  # written, data changed
+        "c3": Present(owner=persistent, service="svc"),  # an earlier controller's: adopted, rewritten once
+        "c4": Present(owner=persistent, service="svc"),  # no longer ready
+        "c6": Present(owner=ephemeral, service="svc"),  # an older TARN's ephemeral znode
+        "x9": Present(owner=persistent, service="other"),  # another service under the same path
     }
     written = {"c1": b"1", "c2": b"old", "c4": b"4"}
-    wanted = {"c1": b"1", "c2": b"new", "c3": b"3", "c5": b"5"}
-    plan = plan_registry(present, written, wanted, service="svc", session=mine)
-    assert plan == RegistryPlan(create=("c3", "c5"), update=("c2",), delete=("c3", "c4"))
+    wanted = {"c1": b"1", "c2": b"new", "c3": b"3", "c5": b"5", "c6": b"6"}
+    plan = plan_registry(present, written, wanted, service="svc")
+    assert plan == RegistryPlan(create=("c5", "c6"), update=("c2", "c3"), delete=("c6", "c4"))
+
+
+def test_a_successor_adopts_without_deleting_what_still_serves() -> None:
+    """The controller's znodes outlive it: the next one rewrites them in place (no gap for a
+    reader), where the old code deleted and recreated every one it found of another session."""
+    present = {"c1": Present(owner=0, service="svc"), "c2": Present(owner=0, service="svc")}
+    wanted = {"c1": b"1", "c2": b"2"}
+    plan = plan_registry(present, {}, wanted, service="svc")
+    assert plan == RegistryPlan(update=("c1", "c2"))
 
 
 def test_registry_plan_is_empty_when_in_sync() -> None:
-    present = {"c1": Present(owner=1, service="svc")}
-    assert not plan_registry(present, {"c1": b"d"}, {"c1": b"d"}, service="svc", session=1)
+    present = {"c1": Present(owner=0, service="svc")}
+    assert not plan_registry(present, {"c1": b"d"}, {"c1": b"d"}, service="svc")
 
 
 def test_znode_data_is_canonical_json() -> None:
