@@ -2,7 +2,9 @@
 HAProxy (the entry point clients use), one at a time, counting every failed request and the
 seconds from the end of the fault until the service is whole again: YARN shows it STABLE with 2
 READY Triton containers and the controller, ZooKeeper has the 2 instances and HAProxy's ready
-servers are exactly them. The service runs 2 instances (min = max: the autoscaler stays out).
+servers are exactly them. The service runs 2 instances (min = max: the autoscaler stays out) on
+the seeds' default placement, node anti-affinity (issue 47: a controller killed twice was never
+relaunched there, and CI ran without it): one instance per worker, each on the same ports.
 
 Printed per fault: `[chaos] <fault>: <ok> ok, <failed> failed, whole <s> s after the fault`. The
 suite runs last (conftest). Rerun alone with `pytest -s tests/e2e/test_chaos.py` on `make lab`.
@@ -11,6 +13,7 @@ suite runs last (conftest). Rerun alone with `pytest -s tests/e2e/test_chaos.py`
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -32,7 +35,7 @@ from tarn.errors import ClusterError
 from tarn.service import controller_url as service_controller_url
 from tarn.service import instances_of
 from tarn.service.wait import ready, stable
-from tarn.spec import instance_number
+from tarn.spec import CONTROLLER, component_of, instance_number
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
 from tests.support.lab import (
@@ -46,7 +49,7 @@ from tests.support.lab import (
     running_containers,
     wait_for,
 )
-from tests.support.lab_edge import FRONTEND, ZK_PATH, Registered, backend_ready
+from tests.support.lab_edge import FRONTEND, ZK_PATH, Registered, backend_ready, backend_serving
 from tests.support.lab_service import CONNECTION, MODELS, run_module, run_playbook
 from tests.support.load import Load
 
@@ -56,7 +59,7 @@ ZK_HOSTS = f"{LAB_MASTER}:2181"
 OPTIONS: dict[str, Any] = {
     "service_name": SERVICE, **lab_client.runtime_options(),
     "port": 8400, "grpc_port": 8401, "metrics_port": 8402,
-    "port_stride": 10, "am_port": 8892, "anti_affinity": False, "min_instances": 2, "max_instances": 2,
+    "am_port": 8892, "min_instances": 2, "max_instances": 2,
     "tick_seconds": 1, "replace_unready_after": 30, "gpus_per_instance": 0, "memory_mb": 768, "vcores": 1,
     "controller_memory_mb": 512,
     "zk_ensemble": ZK_HOSTS, "zk_path": ZK_PATH, "token": "chaos-e2e-token", "model_repository": f"hdfs://{MODELS_ON_HDFS}",
@@ -193,6 +196,7 @@ def kill(pattern: str) -> None:
 
 
 def kill_one_instance() -> None:
+    """The first worker's instance (each worker runs one, on the same port)."""
     kill("bin/tritonserver.*--http-port=8400 ")
 
 
@@ -260,14 +264,16 @@ WATCHER = "tarn-chaos-stop-successor"  # the watchers' $0, by which the losers a
 def hang_a_starting_triton() -> None:
     """kill -9 one instance and SIGSTOP its successor as soon as YARN has exec'd its tritonserver:
     a Triton that never answers ready (as one whose model never loads). It never serves, so no
-    request can be lost to it; the controller replaces it after --replace-unready-after."""
+    request can be lost to it; the controller replaces it after --replace-unready-after. Anti-
+    affinity puts the successor on the killed one's worker (the other runs the other instance, on
+    the same port: it must not be watched)."""
     worker, pid, port = tritons()[0]
     watchers = {
         node: subprocess.Popen(
             ["podman", "exec", container(node), "sh", "-c", STOP_SUCCESSOR, WATCHER, str(pid), str(port)],
             stdout=subprocess.PIPE, text=True,
         )
-        for node in WORKERS
+        for node in (worker,)
     }  # fmt: skip
     try:
         for watcher in watchers.values():
@@ -370,6 +376,97 @@ def test_no_failed_request(
     assert outcome.left == ()
 
 
+def controller_container(rm: ResourceManager) -> str | None:
+    """The controller's container id while YARN reports it READY."""
+    component = component_of(rm.service(SERVICE) or {}, CONTROLLER) or {}
+    ready = [c["id"] for c in component.get("containers", []) if c.get("state") == "READY"]
+    return ready[0] if ready else None
+
+
+def relaunched(rm: ResourceManager, killed: str) -> bool:
+    """Another controller container than ``killed`` is READY and answers."""
+    if controller_container(rm) in (None, killed):
+        return False
+    url = service_controller_url(rm.service(SERVICE) or {})
+    try:
+        return url is not None and requests.get(f"{url}/health", timeout=2).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def test_the_controller_killed_three_times_in_one_am_attempt(chaos: Watched) -> None:
+    """On the default placement the controller is relaunched however often it dies in one AM
+    attempt (YARN 3.4's RM failed every AM heartbeat on its second SchedulingRequest without a
+    constraint of its own: docs/recovery.md); the instances serve meanwhile."""
+    application = str((chaos.rm.service(SERVICE) or {})["id"])
+    attempts = len(chaos.rm.app_attempts(application))
+    absent: list[float] = []
+
+    def kill_and_wait() -> None:
+        before = controller_container(chaos.rm)
+        assert before is not None, "no READY controller to kill"
+        kill_controller()
+        killed_at = time.monotonic()
+        wait_for(lambda: relaunched(chaos.rm, before), 180, "the controller relaunched and READY", every=0.5)
+        absent.append(time.monotonic() - killed_at)
+
+    def three_kills() -> None:
+        for _ in range(3):
+            kill_and_wait()
+
+    outcome = under_load(chaos, "kill -9 the controller three times in one AM attempt", three_kills)
+    print(f"[chaos] from each kill to the relaunched controller READY: {[round(a, 1) for a in absent]} s")
+    assert len(absent) == 3
+    assert len(chaos.rm.app_attempts(application)) == attempts, "a new AM attempt: not one AM's relaunches"
+    assert outcome.ok > 50
+    assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
+    assert outcome.back_s <= 60
+    assert outcome.left == ()
+
+
+# How long the controller is kept from running: the issue asked 5 minutes (300 s by hand); CI
+# holds it 150 s, 15 times its ZooKeeper session (10 s), where the old registrations went.
+ABSENT_S = float(os.environ.get("TARN_CHAOS_ABSENT_S", "150"))
+
+
+def test_no_controller_for_minutes_with_a_triton_killed_meanwhile(chaos: Watched) -> None:
+    """The controller kept from running (SIGSTOP: hung; YARN keeps its container) for ABSENT_S:
+    both instances stay in ZooKeeper (what Knox and the activator read) and behind HAProxy; the
+    one killed halfway leaves HAProxy's serving set by its health check, and comes back there as
+    YARN relaunches it on its worker (anti-affinity: same address). Once the controller runs again
+    it adopts the znodes: the relaunched instance's replaces the dead one's."""
+    pattern = f"tarn.pyz controller.*--service-name {SERVICE}"
+    host = where(pattern)
+    seen: dict[str, Any] = {}
+
+    def absent() -> None:
+        both = chaos.registered.endpoints()
+        podman_exec(host, "pkill", "-STOP", "-f", pattern, check=True)
+        try:
+            time.sleep(ABSENT_S / 2)
+            seen["registered halfway"] = chaos.registered.endpoints() == both
+            seen["serving halfway"] = backend_serving() == both
+            kill_one_instance()
+            killed_at = time.monotonic()
+            wait_for(lambda: len(backend_serving()) < 2, 30, "the dead instance out of HAProxy", every=0.2)
+            seen["out of HAProxy after s"] = round(time.monotonic() - killed_at, 1)
+            time.sleep(max(0.0, ABSENT_S / 2 - (time.monotonic() - killed_at)))
+            seen["registered at the end"] = len(chaos.registered.endpoints()) == 2
+        finally:
+            podman_exec(host, "pkill", "-CONT", "-f", pattern, check=True)
+
+    fault = f"no controller for {ABSENT_S:.0f} s (SIGSTOP), one Triton killed halfway"
+    outcome = under_load(chaos, fault, absent)
+    print(f"[chaos] without a controller: {seen}")
+    assert seen["registered halfway"], "an instance left ZooKeeper while the controller was away"
+    assert seen["serving halfway"], "an instance left HAProxy while the controller was away"
+    assert seen["registered at the end"]
+    assert outcome.ok > 50
+    assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
+    assert outcome.back_s <= 60
+    assert outcome.left == ()
+
+
 def replaced(watched: Watched) -> tuple[float, list[str]]:
     """The controller's tarn_replaced_instances_total and its history's replace entries."""
     url = str(service_controller_url(watched.rm.service(SERVICE) or {}))
@@ -382,24 +479,6 @@ def replaced(watched: Watched) -> tuple[float, list[str]]:
     )
     events = requests.get(f"{url}/dashboard/data", headers=auth, timeout=10).json()["events"]
     return total, [e["reason"] for e in events if e["direction"] == "replace"]
-
-
-def test_every_instance_killed_at_once(chaos: Watched) -> None:
-    """Both instances killed together, three times: HAProxy's backup, the activator, holds what
-    comes meanwhile; no request fails. The longest wait is printed. (On the application of the
-    service AM's kill: 6 container failures more; YARN places no instance on a node with over 3
-    failed, docs/recovery.md, so the suite spreads its kills over applications.)"""
-    waits = []
-    for repetition in range(1, 4):
-        outcome = under_load(
-            chaos, f"kill -9 every instance at once ({repetition} of 3)", kill_every_instance
-        )
-        waits.append(outcome.longest_s)
-        assert outcome.ok > 50
-        assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
-        assert outcome.back_s <= 60
-        assert outcome.left == ()
-    print(f"[chaos] every instance killed at once: the longest wait {max(waits):.1f} s")
 
 
 def test_a_triton_that_never_answers_is_replaced(chaos: Watched) -> None:
@@ -416,6 +495,26 @@ def test_a_triton_that_never_answers_is_replaced(chaos: Watched) -> None:
     assert outcome.left == ()
     assert count == count_before + 1
     assert "(--replace-unready-after 30, YARN: " in reasons[0]
+
+
+def test_every_instance_killed_at_once(chaos: Watched) -> None:
+    """Both instances killed together, three times: HAProxy's backup, the activator, holds what
+    comes meanwhile; no request fails. The longest wait is printed. On an application of its own:
+    with anti-affinity each instance can only come back on its own worker, and YARN places no
+    instance on a node where over 3 of its containers failed (docs/recovery.md); the cases before
+    this one have killed the first worker's instance three times."""
+    fresh(chaos)
+    waits = []
+    for repetition in range(1, 4):
+        outcome = under_load(
+            chaos, f"kill -9 every instance at once ({repetition} of 3)", kill_every_instance
+        )
+        waits.append(outcome.longest_s)
+        assert outcome.ok > 50
+        assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
+        assert outcome.back_s <= 60
+        assert outcome.left == ()
+    print(f"[chaos] every instance killed at once: the longest wait {max(waits):.1f} s")
 
 
 def test_restart_haproxy_measured(chaos: Watched) -> None:
@@ -463,7 +562,7 @@ def test_day_two_playbooks_upgrade_under_load(chaos: Watched, hdfs: WebHdfsClien
         model = playbook_vars(tarn_models_src=str(new_models), tarn_models_load=["add_one"])
         said.append(run_playbook("upgrade.yml", {**model, "tarn_upgrade_spec": False}))
         for row in instances_of(chaos.rm.service(SERVICE) or {}):  # each on its own port (the stride)
-            port = OPTIONS["port"] + OPTIONS["port_stride"] * instance_number(str(row["instance"]))
+            port = OPTIONS["port"] + OPTIONS.get("port_stride", 0) * instance_number(str(row["instance"]))
             model = requests.get(f"http://{row['host']}:{port}/v2/models/add_one", timeout=5).json()
             served.append(model["versions"])
         image = {**playbook_vars()["tarn_service_options"], "env": {"TARN_IMAGE_STANDIN": "v2"}}

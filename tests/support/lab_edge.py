@@ -39,6 +39,17 @@ def backend_ready(backend: str = "triton_backend") -> set[str]:
     return {f"{s.addr}:{s.port}" for s in servers if s.admin is AdminState.READY and s.name != ACTIVATOR}
 
 
+def backend_serving(backend: str = "triton_backend") -> set[str]:
+    """The slots of `backend_ready` that HAProxy's health check also has up (srv_op_state 2)."""
+    show = f"echo 'show servers state {backend}' | socat - /var/run/haproxy.sock"
+    text = podman_exec("edge", "sh", "-c", show, check=True, timeout=60).stdout
+    return {
+        f"{s.addr}:{s.port}"
+        for s in parse_servers_state(text)
+        if s.admin is AdminState.READY and s.operational == 2 and s.name != ACTIVATOR
+    }
+
+
 class Registered:
     """The instances of ``service`` registered under ZK_PATH, as host:port."""
 
