@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tarn.controller.observe import AM_STATES
 from tarn.service.wait import containers
 from tarn.spec import CONTROLLER, TRITON, component_of, container_host, read_back
 
@@ -26,7 +27,7 @@ def instances_of(service: JSON) -> list[JSON]:
 
 
 def summary(service: JSON) -> JSON:
-    """The service's state and, per component, the instances wanted and running."""
+    """The service's state, per component the instances wanted and running, and its problems."""
     return {
         "name": service["name"],
         "state": service.get("state"),
@@ -37,7 +38,38 @@ def summary(service: JSON) -> JSON:
             for c in service.get("components", [])
             if c["name"] in (CONTROLLER, TRITON)
         },
+        "problems": problems(service),
     }
+
+
+def problems(service: JSON) -> list[str]:
+    """What an operator must know from the RM's view alone, each line naming the cause and where
+    to look: the controller not running (discovery then stays as it was: issue 47), and
+    containers YARN has not placed (the service AM cannot allocate, or no node has room)."""
+    if service.get("state") not in AM_STATES:  # stopped, or no AM to report the components yet
+        return []
+    found = []
+    controller = containers(service, CONTROLLER)
+    if component_of(service, CONTROLLER) is not None and not any(
+        c.get("state") == "READY" for c in controller
+    ):
+        states = ", ".join(sorted({str(c.get("state")) for c in controller})) or "no container"
+        found.append(
+            f"the controller is not running ({states}): the instances it registered stay discoverable, "
+            "but nothing is scaled, drained or newly registered until YARN relaunches it"
+        )
+    for name in (CONTROLLER, TRITON):
+        component = component_of(service, name)
+        if component is None:
+            continue
+        wanted, placed = int(component.get("number_of_containers") or 0), len(containers(service, name))
+        if placed < wanted:
+            found.append(
+                f"YARN has placed {placed} of {wanted} {name} containers: if this lasts, the service AM "
+                "cannot allocate (its log, serviceam.log, says why; docs/recovery.md) or no NodeManager "
+                "has the resources"
+            )
+    return found
 
 
 def controller_url(service: JSON) -> str | None:
