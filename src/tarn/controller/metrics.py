@@ -62,6 +62,11 @@ class SnapshotCollector(Collector):
         yield _gauge("tarn_target_containers", "Target number of Triton containers", snap.target)
         yield _gauge("tarn_running_containers", "Triton containers YARN runs", snap.running)
         yield _gauge(
+            "tarn_unplaced_containers",
+            "Triton containers of the target YARN has not placed (an AM that cannot allocate, no room)",
+            max(0, snap.target - snap.running),
+        )
+        yield _gauge(
             "tarn_ready_containers",
             "Containers answering ready",
             sum(i.state == "READY" for i in snap.instances),

@@ -96,6 +96,7 @@ class TickState:
     remembered: Memory | None = None  # what ZooKeeper holds; None until read back
     application: str | None = None  # the YARN application whose memory this is, from the recall
     refill_to: int | None = None  # after a replacement's decommission: flex back to this target
+    unplaced_since: float | None = None  # since when YARN owes Triton containers (fewer than the target)
 
     @classmethod
     def starting(cls, now: float) -> TickState:
@@ -264,12 +265,16 @@ def plan_tick(
     registrations = {
         v.container_id: znode_data(v.record(policy.service)) for v in views if v.state == "READY"
     }
+    unplaced = seen.target - len(containers)
+    since = owed_since(state.unplaced_since, unplaced, now)
     state = replace(
         state,
         tracked=tracked,
         drains=drained.drains,
         serving={c.container_id: c for c, v in zip(containers, views, strict=True) if v.state == "READY"},
+        unplaced_since=since,
     )
+    unplaced_problem = unplaced_for_long(unplaced, since, now)
     plan = TickPlan(
         state=state,
         target=seen.target,
@@ -285,6 +290,7 @@ def plan_tick(
         events=TickEvents(
             drains_started=drained.started, model_deltas=tuple(deltas), front_deltas=tuple(fronts)
         ),
+        problems=(unplaced_problem,) if unplaced_problem else (),
         notes=tuple(notes),
     )
     if drained.decommission:
@@ -293,6 +299,29 @@ def plan_tick(
     if plan.flex is not None:
         return plan
     return _replace_unready(plan, seen, policy) or _scale(plan, now, seen, policy)
+
+
+# A container is placed within seconds where a node has room; past this, the operator must know.
+UNPLACED_GRACE_S = 120.0
+
+
+def owed_since(since: float | None, unplaced: int, now: float) -> float | None:
+    """Since when YARN has owed Triton containers: kept while it owes any, None once it owes none."""
+    if unplaced <= 0:
+        return None
+    return now if since is None else since
+
+
+def unplaced_for_long(unplaced: int, since: float | None, now: float) -> str | None:
+    """The problem line once YARN has owed containers for UNPLACED_GRACE_S (issue 47: an AM that
+    cannot allocate used to show nowhere)."""
+    if since is None or now - since < UNPLACED_GRACE_S:
+        return None
+    return (
+        f"YARN has not placed {unplaced} Triton container(s) for {now - since:.0f} s: the service AM "
+        "cannot allocate (its log, serviceam.log, names the cause; docs/recovery.md) or no NodeManager "
+        "has the resources"
+    )
 
 
 # A container a rolling upgrade is restarting (the upgrade's own business), or one the RM's answer

@@ -23,11 +23,13 @@ from tarn.controller.signals import Load, ModelCounters, TritonSample
 from tarn.controller.snapshot import Snapshot
 from tarn.controller.tick import (
     MODELS_REFRESH_S,
+    UNPLACED_GRACE_S,
     Observed,
     TickPlan,
     TickPolicy,
     TickState,
     Tracked,
+    owed_since,
     plan_tick,
     plan_watch,
     published,
@@ -35,6 +37,7 @@ from tarn.controller.tick import (
     scaling_figure,
     settle,
     to_remember,
+    unplaced_for_long,
     untrusted,
 )
 
@@ -682,3 +685,46 @@ def test_an_instance_the_controller_saw_start_counts_its_models_from_zero() -> N
 def test_an_instance_adopted_already_serving_is_a_baseline_for_its_models() -> None:
     # After a restart of the controller: what Triton counted before is not counted again.
     assert model_reads(True, 1000.0, 1003.0) == [{}, {"m": 3.0}]
+
+
+# ---- containers YARN owes (issue 47: an AM that cannot allocate showed nowhere)
+@pytest.mark.parametrize(
+    ("since", "unplaced", "now", "expected"),
+    [
+        (None, 0, NOW, None),  # nothing owed
+        (None, 1, NOW, NOW),  # owed from now
+        (NOW - 50, 2, NOW, NOW - 50),  # still owed: the clock runs on
+        (NOW - 50, 0, NOW, None),  # placed: the clock stops
+        (None, -1, NOW, None),  # more than the target (a drain's container still listed)
+    ],
+)
+def test_owed_since(since: float | None, unplaced: int, now: float, expected: float | None) -> None:
+    assert owed_since(since, unplaced, now) == expected
+
+
+@pytest.mark.parametrize(
+    ("since", "said"),
+    [(None, False), (NOW - UNPLACED_GRACE_S + 1, False), (NOW - UNPLACED_GRACE_S, True), (NOW - 900, True)],
+)
+def test_containers_owed_past_the_grace_are_a_problem_naming_where_to_look(
+    since: float | None, said: bool
+) -> None:
+    line = unplaced_for_long(1, since, NOW)
+    assert (line is not None) == said
+    if line is not None:
+        assert "YARN has not placed 1 Triton container(s)" in line
+        assert "serviceam.log" in line
+
+
+def test_a_tick_says_when_yarn_has_owed_a_container_too_long() -> None:
+    start, seen = world(settled(0, 2.0), settled(1, 2.0), target=3)
+    first = plan_tick(start, seen, (), NOW, POLICY)
+    assert first.state.unplaced_since == NOW
+    assert not any("not placed" in p for p in first.problems)
+    later = plan_tick(first.state, seen, (), NOW + UNPLACED_GRACE_S, POLICY)
+    assert later.state.unplaced_since == NOW
+    assert any("YARN has not placed 1 Triton container(s) for 120 s" in p for p in later.problems)
+    placed, seen3 = world(settled(0, 2.0), settled(1, 2.0), settled(2, 2.0), target=3)
+    done = plan_tick(replace(placed, unplaced_since=NOW), seen3, (), NOW + 200, POLICY)
+    assert done.state.unplaced_since is None
+    assert not any("not placed" in p for p in done.problems)
