@@ -34,6 +34,7 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.errors import ClusterError
 from tarn.service import controller_url as service_controller_url
 from tarn.service import instances_of
+from tarn.service.report import problems
 from tarn.service.wait import ready, stable
 from tarn.spec import CONTROLLER, component_of, instance_number
 from tarn.stdlib.webhdfs import WebHdfsClient
@@ -446,6 +447,8 @@ def test_no_controller_for_minutes_with_a_triton_killed_meanwhile(chaos: Watched
             time.sleep(ABSENT_S / 2)
             seen["registered halfway"] = chaos.registered.endpoints() == both
             seen["serving halfway"] = backend_serving() == both
+            said = problems(chaos.rm.service(SERVICE) or {})  # tarn status's, from YARN's readiness check
+            seen["tarn status says"] = next((p for p in said if "controller is not running" in p), None)
             kill_one_instance()
             killed_at = time.monotonic()
             wait_for(lambda: len(backend_serving()) < 2, 30, "the dead instance out of HAProxy", every=0.2)
@@ -461,6 +464,7 @@ def test_no_controller_for_minutes_with_a_triton_killed_meanwhile(chaos: Watched
     assert seen["registered halfway"], "an instance left ZooKeeper while the controller was away"
     assert seen["serving halfway"], "an instance left HAProxy while the controller was away"
     assert seen["registered at the end"]
+    assert seen["tarn status says"], "tarn status did not say the controller is not running"
     assert outcome.ok > 50
     assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
     assert outcome.back_s <= 60
