@@ -18,7 +18,7 @@ from apache_ranger.client.ranger_client import RangerClient
 from kazoo.client import KazooClient
 
 from tarn.haproxy.plan import AdminState
-from tarn.haproxy.runtime import parse_servers_state
+from tarn.haproxy.runtime import ServerState, parse_servers_state
 from tests.support import ROOT
 from tests.support.lab import podman_exec, wait_for, znodes
 from tests.support.ranger_admin import USERS as RANGER_USERS
@@ -30,23 +30,23 @@ FRONTEND = "127.0.0.1:18000"  # tarn_lab_publish of the edge node
 ACTIVATOR = "activator"  # the backup server's name in the haproxy role's haproxy.cfg
 
 
-def backend_ready(backend: str = "triton_backend") -> set[str]:
-    """ip:port of the backend slots HAProxy would send new requests to (admin READY); the
-    activator, the backend's backup server, is not a slot. ``openai_backend``: the fronts'."""
+def _slots(backend: str) -> list[ServerState]:
+    """The backend's servers as HAProxy's Runtime API shows them, the activator (its backup) left out."""
     show = f"echo 'show servers state {backend}' | socat - /var/run/haproxy.sock"
     text = podman_exec("edge", "sh", "-c", show, check=True, timeout=60).stdout
-    servers = parse_servers_state(text)
-    return {f"{s.addr}:{s.port}" for s in servers if s.admin is AdminState.READY and s.name != ACTIVATOR}
+    return [s for s in parse_servers_state(text) if s.name != ACTIVATOR]
+
+
+def backend_ready(backend: str = "triton_backend") -> set[str]:
+    """ip:port of the backend slots HAProxy would send new requests to (admin READY).
+    ``openai_backend``: the fronts'."""
+    return {f"{s.addr}:{s.port}" for s in _slots(backend) if s.admin is AdminState.READY}
 
 
 def backend_serving(backend: str = "triton_backend") -> set[str]:
     """The slots of `backend_ready` that HAProxy's health check also has up (srv_op_state 2)."""
-    show = f"echo 'show servers state {backend}' | socat - /var/run/haproxy.sock"
-    text = podman_exec("edge", "sh", "-c", show, check=True, timeout=60).stdout
     return {
-        f"{s.addr}:{s.port}"
-        for s in parse_servers_state(text)
-        if s.admin is AdminState.READY and s.operational == 2 and s.name != ACTIVATOR
+        f"{s.addr}:{s.port}" for s in _slots(backend) if s.admin is AdminState.READY and s.operational == 2
     }
 
 
