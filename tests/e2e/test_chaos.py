@@ -412,7 +412,7 @@ def test_the_controller_killed_three_times_in_one_am_attempt(chaos: Watched) -> 
         absent.append(time.monotonic() - killed_at)
 
     def three_kills() -> None:
-        for _ in range(3):
+        for _kill in range(3):
             kill_and_wait()
 
     outcome = under_load(chaos, "kill -9 the controller three times in one AM attempt", three_kills)
