@@ -133,12 +133,14 @@ def test_the_topology_is_the_one_the_smoke_test_runs() -> None:
     # the smoke test serves /v2 only; the role adds the OpenAI fronts (TRITON-OPENAI) after TRITON
     assert ours["ha"]["params"][:1] == theirs["ha"]["params"]
     # The smoke test names the gateway-level alias tarn.api.token; the role one alias per topology,
-    # and it sets the per-controller time limit the smoke test leaves at its default.
+    # and it sets the per-controller time limit and the stale bound the smoke test leaves at their
+    # defaults.
     authz = dict(ours["authorization"]["params"])
     assert authz == {
         **dict(theirs["authorization"]["params"]),
         "tarn.token.alias": "tarn.api.token.tarn",
         "tarn.timeout.ms": "3000",
+        "tarn.cache.stale.ms": "900000",
     }
     assert [s.findtext("role") for s in mine.findall("service")] == ["TRITON", "TRITON-OPENAI"]
     assert mine.find("service/url") is None
@@ -221,6 +223,7 @@ def test_each_tarn_service_gets_its_own_topology_namespace_and_alias() -> None:
                 "zookeeper_ensemble": "zk9:2281",
                 "token_alias": "llm.token",
                 "cache_ttl_ms": 0,
+                "cache_stale_ms": 0,
                 "timeout_ms": 500,
             },
         ],
@@ -230,12 +233,14 @@ def test_each_tarn_service_gets_its_own_topology_namespace_and_alias() -> None:
         "tarn.authorize.url": "http://m1:8888/authorize,http://m2:8888/authorize",
         "tarn.token.alias": "tarn.api.token.tarn",
         "tarn.cache.ttl.ms": "5000",
+        "tarn.cache.stale.ms": "900000",  # a controller away for minutes costs no request (issue 47)
         "tarn.timeout.ms": "3000",
     }
     assert dict(llm["authorization"]["params"]) == {
         "tarn.authorize.url": "http://m3:9999/authorize",
         "tarn.token.alias": "llm.token",
         "tarn.cache.ttl.ms": "0",
+        "tarn.cache.stale.ms": "0",
         "tarn.timeout.ms": "500",
     }
     assert dict(llm["ha"]["params"])["TRITON"] == (

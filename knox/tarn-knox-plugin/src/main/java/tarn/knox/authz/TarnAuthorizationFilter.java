@@ -56,6 +56,9 @@ import java.util.function.Supplier;
  *   <li>{@code tarn.token.alias}: a Knox alias holding it (the topology's, else the gateway's;
  *       default {@code tarn.api.token}, used when no file is given)</li>
  *   <li>{@code tarn.cache.ttl.ms}: how long an answer is reused (default 5000; 0: never)</li>
+ *   <li>{@code tarn.cache.stale.ms}: how long past its TTL an answer is reused while no controller
+ *       answers (default 900000: a controller away for minutes does not stop the users being
+ *       served; 0: never, every request then fails with 503 until a controller answers)</li>
  *   <li>{@code tarn.timeout.ms}: time limit for one controller (default 3000)</li>
  *   <li>{@code tarn.roles}: the service roles it decides for (default TRITON,TRITON-OPENAI);
  *       requests of any other service of the topology are refused (403)</li>
@@ -75,6 +78,7 @@ public class TarnAuthorizationFilter implements Filter {
   public static final String TOKEN_FILE_PARAM = "tarn.token.file";
   public static final String TOKEN_ALIAS_PARAM = "tarn.token.alias";
   public static final String TTL_PARAM = "tarn.cache.ttl.ms";
+  public static final String STALE_PARAM = "tarn.cache.stale.ms";
   public static final String TIMEOUT_PARAM = "tarn.timeout.ms";
   public static final String ROLES_PARAM = "tarn.roles";
   public static final String SESSION_DROP_PARAM = "tarn.session.drop";
@@ -133,12 +137,14 @@ public class TarnAuthorizationFilter implements Filter {
         throw new IllegalArgumentException(URL_PARAM + " missing: give TARN's /authorize URL, e.g. http://controller:8088/authorize");
       }
       long ttl = Long.parseLong(param(config, TTL_PARAM, "5000"));
+      long stale = Long.parseLong(param(config, STALE_PARAM, "900000"));
       long timeout = Long.parseLong(param(config, TIMEOUT_PARAM, "3000"));
-      authorizer = new TarnAuthorizer(urls, tokenSource(config), ttl, timeout);
+      authorizer = new TarnAuthorizer(urls, tokenSource(config), ttl, stale, timeout);
       if (openai) {
         audit = knoxAudit();
       }
-      LOG.info("TarnAuthz for {}: /authorize at {}, answers cached {} ms", resourceRole, urls, ttl);
+      LOG.info("TarnAuthz for {}: /authorize at {}, answers cached {} ms, reused {} ms more while no controller answers",
+          resourceRole, urls, ttl, stale);
     } catch (RuntimeException e) {
       misconfigured = e.getMessage();
       LOG.error("TarnAuthz misconfigured, every model request is refused (503): {}", misconfigured);

@@ -22,6 +22,12 @@ import java.util.function.Supplier;
  * and caches the answers ({@code true} and {@code false} alike) for a short time. Several
  * controller URLs may be given: they are tried in order, the one that answered first next time.
  * Never logs the token.
+ *
+ * <p>While no controller answers (killed, being relaunched, its node lost: issue 47), an answer
+ * the controller gave within the stale bound is reused, and asked again once per TTL: the users
+ * and models that were being served go on being served as they were, instead of every request
+ * failing with 503 until a controller is back. A question never answered stays unavailable
+ * (fail closed). A policy changed meanwhile takes effect once a controller answers again.
  */
 public final class TarnAuthorizer {
   /** The answer: ALLOW and DENY come from TARN; UNAVAILABLE when no controller answered usably. */
@@ -34,35 +40,41 @@ public final class TarnAuthorizer {
   private static final class Entry {
     final boolean allowed;
     final long expires;
+    final long staleUntil; // reused while no controller answers, up to this time
 
-    Entry(boolean allowed, long expires) {
+    Entry(boolean allowed, long expires, long staleUntil) {
       this.allowed = allowed;
       this.expires = expires;
+      this.staleUntil = staleUntil;
     }
   }
 
   private final List<URI> endpoints;
   private final Supplier<String> token;
   private final long ttlNanos;
+  private final long staleNanos;
   private final Duration timeout;
   private final HttpClient http;
   private final Map<String, Entry> cache = new ConcurrentHashMap<>();
   private volatile int preferred;
+  private volatile boolean servingStale;
 
   /**
    * @param endpoints the controllers' /authorize URLs, in order
    * @param token     the API token (read when asked: a rotated token file is picked up); null or
    *                  empty: every decision is UNAVAILABLE
    * @param ttlMs     how long an answer is reused (0: never)
+   * @param staleMs   how long past its TTL an answer is reused while no controller answers (0: never)
    * @param timeoutMs connect and answer time limit for one controller
    */
-  public TarnAuthorizer(List<URI> endpoints, Supplier<String> token, long ttlMs, long timeoutMs) {
+  public TarnAuthorizer(List<URI> endpoints, Supplier<String> token, long ttlMs, long staleMs, long timeoutMs) {
     if (endpoints.isEmpty()) {
       throw new IllegalArgumentException("no /authorize URL");
     }
     this.endpoints = List.copyOf(endpoints);
     this.token = Objects.requireNonNull(token);
     this.ttlNanos = Math.max(0, ttlMs) * 1_000_000L;
+    this.staleNanos = Math.max(0, staleMs) * 1_000_000L;
     this.timeout = Duration.ofMillis(timeoutMs);
     this.http = HttpClient.newBuilder()
         .version(HttpClient.Version.HTTP_1_1)
@@ -79,11 +91,29 @@ public final class TarnAuthorizer {
       return hit.allowed ? Decision.ALLOW : Decision.DENY;
     }
     Decision d = ask(user, model, action);
-    if (d != Decision.UNAVAILABLE && ttlNanos > 0) {
+    if (d == Decision.UNAVAILABLE) {
+      if (hit != null && now - hit.staleUntil < 0) {
+        if (!servingStale) {
+          servingStale = true;
+          LOG.warn("no TARN controller answers: reusing its last answers (for at most {} ms past their TTL)",
+              staleNanos / 1_000_000L);
+        }
+        // asked again in a TTL, not on every request; the stale bound stays the first answer's
+        cache.put(key, new Entry(hit.allowed, now + ttlNanos, hit.staleUntil));
+        return hit.allowed ? Decision.ALLOW : Decision.DENY;
+      }
+      return d;
+    }
+    if (servingStale) {
+      servingStale = false;
+      LOG.warn("a TARN controller answers again");
+    }
+    if (ttlNanos > 0) {
       if (cache.size() >= MAX_ENTRIES) {
         cache.clear();
       }
-      cache.put(key, new Entry(d == Decision.ALLOW, now + ttlNanos));
+      long expires = now + ttlNanos;
+      cache.put(key, new Entry(d == Decision.ALLOW, expires, expires + staleNanos));
     }
     return d;
   }

@@ -215,6 +215,36 @@ class TarnAuthorizationFilterTest {
   }
 
   @Test
+  void whileNoControllerAnswersTheLastAnswersAreReusedWithinTheStaleBound() throws Exception {
+    TarnAuthorizationFilter f = filter("tarn.cache.ttl.ms", "1000", "tarn.cache.stale.ms", "60000");
+    assertEquals(0, run(f, "alice", "/gateway/tarn/triton/v2/models/add_one/infer"));
+    assertEquals(403, run(f, "bob", "/gateway/tarn/triton/v2/models/add_one/infer"));
+    status.set(503); // the controller away (as a relaunch: nothing answers usably)
+    Thread.sleep(1100); // past the TTL
+    assertEquals(0, run(f, "alice", "/gateway/tarn/triton/v2/models/add_one/infer")); // served as before
+    assertEquals(403, run(f, "bob", "/gateway/tarn/triton/v2/models/add_one/infer")); // still refused
+    int afterFirstMiss = asked.size();
+    assertEquals(0, run(f, "alice", "/gateway/tarn/triton/v2/models/add_one/infer"));
+    assertEquals(afterFirstMiss, asked.size(), "asked again once per TTL, not on every request");
+    assertEquals(503, run(f, "carol", "/gateway/tarn/triton/v2/models/add_one/infer")); // never answered
+  }
+
+  @Test
+  void theStaleBoundEnds() throws Exception {
+    TarnAuthorizationFilter f = filter("tarn.cache.ttl.ms", "20", "tarn.cache.stale.ms", "60");
+    assertEquals(0, run(f, "alice", "/gateway/tarn/triton/v2/models/add_one/infer"));
+    status.set(503);
+    Thread.sleep(120); // past TTL + stale
+    assertEquals(503, run(f, "alice", "/gateway/tarn/triton/v2/models/add_one/infer"));
+    TarnAuthorizationFilter never = filter("tarn.cache.ttl.ms", "20", "tarn.cache.stale.ms", "0");
+    status.set(200);
+    assertEquals(0, run(never, "alice", "/gateway/tarn/triton/v2/models/add_one/infer"));
+    status.set(503);
+    Thread.sleep(40);
+    assertEquals(503, run(never, "alice", "/gateway/tarn/triton/v2/models/add_one/infer"));
+  }
+
+  @Test
   void aSecondControllerAnswersWhenTheFirstIsDown() throws Exception {
     TarnAuthorizationFilter f = filter("tarn.authorize.url", "http://127.0.0.1:1/authorize, " + url);
     assertEquals(0, run(f, "alice", "/gateway/tarn/triton/v2/models/add_one/infer"));
