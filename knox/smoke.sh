@@ -223,9 +223,11 @@ for i in 1 2 3; do
   check "alice infer with t1 down ($i)" 200 -u alice:alice-password -H 'Content-Type: application/json' -d "$infer" "$base/v2/models/add_one/infer"
 done
 
-step "TARN's /authorize unreachable: fail closed"
+step "TARN's /authorize unreachable: its last answers reused (tarn.cache.stale.ms), anything never answered fails closed"
 kill "$authz_pid"; sleep 1.2   # the 1 s cache has expired
-check "alice infer add_one, /authorize down: 503" 503 -u alice:alice-password -H 'Content-Type: application/json' -d "$infer" "$base/v2/models/add_one/infer"
+check "alice infer add_one, /authorize down (answered before): 200" 200 -u alice:alice-password -H 'Content-Type: application/json' -d "$infer" "$base/v2/models/add_one/infer"
+check "bob infer add_one, /authorize down (denied before): 403" 403 -u bob:bob-password -H 'Content-Type: application/json' -d "$infer" "$base/v2/models/add_one/infer"
+check "bob GET add_one, /authorize down (never asked): 503" 503 -u bob:bob-password "$base/v2/models/add_one"
 check "alice /v2/health/ready, /authorize down (server-level): 200" 200 -u alice:alice-password "$base/v2/health/ready"
 
 ok=1
