@@ -252,8 +252,15 @@ def _controller(config: TarnConfig, artifacts: Artifacts) -> JSON:
         ),
         files=files,
     )
-    if config.anti_affinity:  # see _restartable
-        component["placement_policy"] = _restartable()
+    if config.anti_affinity:
+        # Beside Triton's constraint the controller needs one of its own (docs/recovery.md). Once
+        # one component has a placement policy, YARN's service AM asks for every component's
+        # containers with SchedulingRequests; one without a constraint is accepted the first time
+        # and, asked again (the controller's replacement), fails every AM heartbeat in YARN 3.4's
+        # ResourceManager with a NullPointerException (SingleConstraintAppPlacementAllocator
+        # compares the stored request's null constraint): nothing is allocated again in that AM
+        # attempt. Anti-affinity to itself constrains nothing: there is one controller.
+        component["placement_policy"] = _anti_affinity(CONTROLLER, CONTROLLER)
     # YARN merges the service's properties into each component's: written here too, the spec
     # reads back exactly as it was sent.
     properties = {**SERVICE_PROPERTIES, SETTINGS_PROPERTY: _settings(config, has_token, artifacts.rm_urls)}
@@ -278,7 +285,7 @@ def _triton(config: TarnConfig, artifacts: Artifacts) -> JSON:
         files=files,
     )
     if config.anti_affinity:
-        component["placement_policy"] = _anti_affinity(config.placement_tag)
+        component["placement_policy"] = _anti_affinity(config.placement_tag, TRITON)
     return component
 
 
@@ -376,20 +383,9 @@ def _http_readiness(port: int, path: str) -> JSON:
     return {"type": "HTTP", "properties": {"url": f"http://${{THIS_HOST}}:{port}{path}"}}
 
 
-def _anti_affinity(placement_tag: str) -> JSON:
-    constraint = {"name": placement_tag, "type": "ANTI_AFFINITY", "scope": "NODE", "target_tags": [TRITON]}
-    return {"constraints": [constraint]}
-
-
-def _restartable() -> JSON:
-    """The controller's own constraint, beside Triton's anti-affinity (docs/recovery.md). Once one
-    component has a placement policy, YARN's service AM asks for every component's containers
-    with SchedulingRequests; one without a constraint is accepted the first time and, asked again
-    (the controller's replacement), fails every AM heartbeat in YARN 3.4's ResourceManager with a
-    NullPointerException (SingleConstraintAppPlacementAllocator compares the stored request's null
-    constraint), so nothing is allocated again in that AM attempt. Anti-affinity to itself
-    constrains nothing: there is one controller."""
-    constraint = {"name": CONTROLLER, "type": "ANTI_AFFINITY", "scope": "NODE", "target_tags": [CONTROLLER]}
+def _anti_affinity(name: str, component: str) -> JSON:
+    """At most one container of ``component`` per node; ``name`` is shown in the RM's service JSON."""
+    constraint = {"name": name, "type": "ANTI_AFFINITY", "scope": "NODE", "target_tags": [component]}
     return {"constraints": [constraint]}
 
 

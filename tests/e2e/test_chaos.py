@@ -36,7 +36,7 @@ from tarn.service import controller_url as service_controller_url
 from tarn.service import instances_of
 from tarn.service.report import problems
 from tarn.service.wait import ready, stable
-from tarn.spec import CONTROLLER, component_of, instance_number
+from tarn.spec import instance_number
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support import ROOT
 from tests.support.lab import (
@@ -51,7 +51,7 @@ from tests.support.lab import (
     wait_for,
 )
 from tests.support.lab_edge import FRONTEND, ZK_PATH, Registered, backend_ready, backend_serving
-from tests.support.lab_service import CONNECTION, MODELS, run_module, run_playbook
+from tests.support.lab_service import CONNECTION, MODELS, ready_controller, run_module, run_playbook
 from tests.support.load import Load
 
 SERVICE = "tarn-e2e-chaos"
@@ -299,8 +299,11 @@ def kill_every_instance() -> None:
         podman_exec(worker, "pkill", "-KILL", "-f", TRITON)
 
 
+CONTROLLER_PROCESS = f"tarn.pyz controller.*--service-name {SERVICE}"  # its pgrep/pkill pattern
+
+
 def kill_controller() -> None:
-    kill(f"tarn.pyz controller.*--service-name {SERVICE}")
+    kill(CONTROLLER_PROCESS)
 
 
 def kill_application_master() -> None:
@@ -377,16 +380,9 @@ def test_no_failed_request(
     assert outcome.left == ()
 
 
-def controller_container(rm: ResourceManager) -> str | None:
-    """The controller's container id while YARN reports it READY."""
-    component = component_of(rm.service(SERVICE) or {}, CONTROLLER) or {}
-    ready = [c["id"] for c in component.get("containers", []) if c.get("state") == "READY"]
-    return ready[0] if ready else None
-
-
 def relaunched(rm: ResourceManager, killed: str) -> bool:
     """Another controller container than ``killed`` is READY and answers."""
-    if controller_container(rm) in (None, killed):
+    if ready_controller(rm, SERVICE) in (None, killed):
         return False
     url = service_controller_url(rm.service(SERVICE) or {})
     try:
@@ -412,7 +408,7 @@ def test_the_controller_killed_three_times_in_one_am_attempt(chaos: Watched) -> 
         return False
 
     def kill_and_wait() -> None:
-        before = controller_container(chaos.rm)
+        before = ready_controller(chaos.rm, SERVICE)
         assert before is not None, "no READY controller to kill"
         kill_controller()
         killed_at = time.monotonic()
@@ -447,13 +443,12 @@ def test_no_controller_for_minutes_with_a_triton_killed_meanwhile(chaos: Watched
     one killed halfway leaves HAProxy's serving set by its health check, and comes back there as
     YARN relaunches it on its worker (anti-affinity: same address). Once the controller runs again
     it adopts the znodes: the relaunched instance's replaces the dead one's."""
-    pattern = f"tarn.pyz controller.*--service-name {SERVICE}"
-    host = where(pattern)
+    host = where(CONTROLLER_PROCESS)
     seen: dict[str, Any] = {}
 
     def absent() -> None:
         both = chaos.registered.endpoints()
-        podman_exec(host, "pkill", "-STOP", "-f", pattern, check=True)
+        podman_exec(host, "pkill", "-STOP", "-f", CONTROLLER_PROCESS, check=True)
         try:
             time.sleep(ABSENT_S / 2)
             seen["registered halfway"] = chaos.registered.endpoints() == both
@@ -465,7 +460,7 @@ def test_no_controller_for_minutes_with_a_triton_killed_meanwhile(chaos: Watched
             time.sleep(max(0.0, ABSENT_S / 2 - (time.monotonic() - killed_at)))
             seen["registered at the end"] = len(chaos.registered.endpoints()) == 2
         finally:
-            podman_exec(host, "pkill", "-CONT", "-f", pattern, check=True)
+            podman_exec(host, "pkill", "-CONT", "-f", CONTROLLER_PROCESS, check=True)
 
     fault = f"no controller for {ABSENT_S:.0f} s (SIGSTOP), one Triton killed halfway"
     outcome = under_load(chaos, fault, absent)

@@ -29,11 +29,10 @@ from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.triton import Triton
 from tarn.service import controller_url
-from tarn.spec import CONTROLLER, component_of
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support.chromium import ARTIFACTS, browse
 from tests.support.lab import LAB_USER, podman_exec, wait_for, znodes
-from tests.support.lab_service import CLUSTER
+from tests.support.lab_service import CLUSTER, ready_controller
 from tests.support.load import Discovery, Load, Tally
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,10 +79,7 @@ class Service:
         return {child: json.loads(data) for child, (data, _stat) in znodes(self.zk, ZK_PATH).items()}
 
     def controller_container(self) -> str | None:
-        """The controller's container once YARN reports it READY."""
-        component = component_of(self.rm.service(SERVICE) or {}, CONTROLLER) or {}
-        ready = [c["id"] for c in component.get("containers", []) if c.get("state") == "READY"]
-        return ready[0] if ready else None
+        return ready_controller(self.rm, SERVICE)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from lab import lab_client
 from tarn.cli import instances_of
 from tarn.clients.resourcemanager import ResourceManager
 from tarn.service import controller_url
+from tarn.spec import CONTROLLER, component_of
 from tests.support import ROOT
 from tests.support.lab import LAB_USER, WORKERS, podman_exec
 
@@ -166,3 +167,10 @@ class Service:
                 return absent
             raise AssertionError(f"{name} not in /metrics")
         return sum(value for have, value in found if labels.items() <= have.items())
+
+
+def ready_controller(rm: ResourceManager, service: str) -> str | None:
+    """The controller's container id while YARN reports it READY."""
+    component = component_of(rm.service(service) or {}, CONTROLLER) or {}
+    ready = [c["id"] for c in component.get("containers", []) if c.get("state") == "READY"]
+    return ready[0] if ready else None
