@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
 import pytest
 
 from lab import lab_client
@@ -9,18 +16,36 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.stdlib.webhdfs import WebHdfsClient
 from tests.support.lab import LAB_MASTER, LAB_USER
 
+# CI runs the suite as two pytest processes side by side on one lab (lab/e2e_streams.sh): most of
+# the suite's time is YARN's and the lab's waits, not CPU. TARN_E2E_STREAM picks a process's files.
+# The edge stream has the files that need the edge's HAProxy path to themselves (each asserts
+# exactly which instances serve there) or count the lab's GPUs; the cluster stream has the rest.
+EDGE_STREAM = {
+    "test_haproxy.py", "test_openai.py", "test_scale_to_zero.py", "test_chaos.py",
+    "test_lab_cluster.py", "test_docker.py",
+}  # fmt: skip
+STREAM = os.environ.get("TARN_E2E_STREAM", "")  # "edge", "cluster", or empty: the whole suite
+LOCK = os.environ.get("TARN_E2E_LOCK", "")  # the streams' shared lock file
+
+
+def in_stream(item: pytest.Item) -> bool:
+    return not STREAM or (item.path.name in EDGE_STREAM) == (STREAM == "edge")
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The chaos suite goes last: it restarts the cluster's daemons under the other tests' feet.
     Tests marked ``before_chaos`` read what the others left (the daemons' logs) just before it.
     Tests marked ``suite_start`` go first: what they start lives through the suite (test_tokens).
     Tests marked ``docker_lab`` are deselected (reported as such, never as passed) on a lab
-    without YARN's Docker runtime."""
-    if not lab_client.docker():
-        deselected = [item for item in items if item.get_closest_marker("docker_lab")]
-        if deselected:
-            config.hook.pytest_deselected(items=deselected)
-            items[:] = [item for item in items if item not in deselected]
+    without YARN's Docker runtime, and the other stream's files when TARN_E2E_STREAM is set."""
+    deselected = [
+        item
+        for item in items
+        if not in_stream(item) or (item.get_closest_marker("docker_lab") and not lab_client.docker())
+    ]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if item not in deselected]
 
     def order(item: pytest.Item) -> int:
         if item.get_closest_marker("suite_start"):
@@ -30,6 +55,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 2 if item.path.name == "test_chaos.py" else 0
 
     items.sort(key=order)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Side by side, each test (its setup, a module's service deployed there, and its teardown)
+    holds the streams' lock: shared, or alone for a test marked ``alone`` (it restarts or stops
+    a daemon both streams use), which then waits for the other stream's test under way and holds
+    off its next one."""
+    with stream_lock(alone=item.get_closest_marker("alone") is not None):
+        return (yield)
+
+
+@contextmanager
+def stream_lock(alone: bool) -> Iterator[None]:
+    """A readers-writer lock over TARN_E2E_LOCK (none when unset) that prefers the writer: a test
+    waiting to run alone leaves ``<lock>.alone``, and no shared holder starts while it is there."""
+    if not LOCK:
+        yield
+        return
+    waiting = Path(f"{LOCK}.alone")
+    if alone:
+        waiting.touch()
+    while not alone and waiting.exists():
+        time.sleep(0.5)
+    file = os.open(LOCK, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(file, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        yield
+    finally:
+        if alone:
+            waiting.unlink(missing_ok=True)
+        os.close(file)  # releases the flock
 
 
 @pytest.fixture(scope="session")

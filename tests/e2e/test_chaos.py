@@ -365,8 +365,16 @@ ZERO_FAILURES = [
 ]
 
 
+# Faults of a daemon every service uses run alone when CI runs the suite in two streams (conftest).
+SHARED_DAEMONS = {restart_zookeeper, stop_a_nodemanager_then_kill_its_triton, restart_resourcemanager}
+
+
 @pytest.mark.parametrize(
-    ("fault", "inject", "bound", "why", "own_application"), ZERO_FAILURES, ids=[f[0] for f in ZERO_FAILURES]
+    ("fault", "inject", "bound", "why", "own_application"),
+    [
+        pytest.param(*f, id=f[0], marks=[pytest.mark.alone] if f[1] in SHARED_DAEMONS else [])
+        for f in ZERO_FAILURES
+    ],
 )
 def test_no_failed_request(
     chaos: Watched, fault: str, inject: Callable[[], None], bound: float, why: str, own_application: bool

@@ -599,6 +599,7 @@ def _two(zk: KazooClient) -> dict[str, Any] | None:
     return found if len(found) == 2 else None
 
 
+@pytest.mark.alone  # the lab's one ZooKeeper: every service's registrations (conftest)
 def test_a_zookeeper_restart_costs_no_request_through_knox(service: Service) -> None:
     zk = KazooClient(hosts=f"{LAB_MASTER}:2181")
     with knox_load() as load:

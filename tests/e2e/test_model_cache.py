@@ -38,6 +38,9 @@ MODELS_ON_HDFS = f"/user/{LAB_USER}/e2e-cache-models"
 ZK_PATH = "/services/tarn-e2e-cache/instances"  # not the edge's: HAProxy leaves these alone
 WORKER = "tarn-lab-worker1"
 SCRATCH = "/srv/tarn-e2e-cache"  # on the worker: the tarn sources and the staged trees
+# The user YARN runs containers as: the submitter under the LinuxContainerExecutor (a Docker lab), the
+# NodeManager's own under the DefaultContainerExecutor. Only it is in the cache's group on a fresh lab.
+CONTAINER_USER = LAB_USER if lab_client.docker() else "yarn"
 STAGED = re.compile(
     r"staged \S+ into \S+: (\d+) downloaded \(([\d.]+) MiB.*?(\d+) reused from the node cache"
 )
@@ -107,7 +110,7 @@ def test_a_second_service_downloads_nothing_where_the_first_staged(
         assert (downloaded, mib, reused) == (0, 0.0, files)
 
 
-# ---- two stagers at once on one node, outside YARN (the launcher's own code, as the YARN user)
+# ---- two stagers at once on one node, outside YARN (the launcher's own code, as the container user)
 
 # A secure lab: the launcher's flags for the service's identity (its keytab is on every worker).
 SERVICE_IDENTITY = (
@@ -131,7 +134,7 @@ print(json.dumps({"downloaded": report.downloaded, "waited": report.waited, "ref
 """
 
 
-def on_worker(*command: str, user: str = "yarn") -> subprocess.CompletedProcess[str]:
+def on_worker(*command: str, user: str = CONTAINER_USER) -> subprocess.CompletedProcess[str]:
     return podman_exec(
         WORKER, "runuser", "-u", user, "--", *command, env={"PYTHONPATH": f"{SCRATCH}/src"}, timeout=300
     )
@@ -148,7 +151,7 @@ def stage_at_once(source: str, targets: list[str]) -> list[dict[str, int]]:
                 WORKER,
                 "runuser",
                 "-u",
-                "yarn",
+                CONTAINER_USER,
                 "--",
                 "python3",
                 "-c",
@@ -226,7 +229,7 @@ LAUNCHERS = {"launcher-a": 8740, "launcher-b": 8750}  # HTTP port; gRPC and metr
 
 def start_launchers(source: str) -> None:
     """TARN's launcher zipapp on the worker, once per LAUNCHERS entry, all started by one shell at
-    the same moment, each as the YARN user in a directory of its own, as in a container: it
+    the same moment, each as the container user in a directory of its own, as in a container: it
     stages `source` through the node cache, then execs tritonserver."""
     each = [
         f"(mkdir -p {SCRATCH}/{name} && cd {SCRATCH}/{name} && exec python3 {SCRATCH}/tarn-launcher.pyz "
@@ -236,7 +239,7 @@ def start_launchers(source: str) -> None:
         for name, port in LAUNCHERS.items()
     ]
     podman_exec(
-        WORKER, "runuser", "-u", "yarn", "--", "sh", "-c", " ".join([*each, "wait"]),
+        WORKER, "runuser", "-u", CONTAINER_USER, "--", "sh", "-c", " ".join([*each, "wait"]),
         env={"HADOOP_USER_NAME": LAB_USER}, detach=True, check=True, timeout=60,
     )  # fmt: skip
 

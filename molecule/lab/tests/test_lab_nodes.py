@@ -141,6 +141,8 @@ def test_nodemanagers_have_the_nfs_mount_in_fstab_and_a_model_cache():
         assert (cache.user, cache.group, cache.mode) == ("yarn", "tarn-cache", 0o2770)
         # the user containers run as: yarn (process runtime), tarn or nobody (LinuxContainerExecutor)
         assert "tarn-cache" in host.user(container_user(host)).groups
+        # and can reach it: `make lab` converged Docker first, whose role left /var/lib/tarn 0700
+        assert host.run(f"runuser -u {container_user(host)} -- test -w /var/lib/tarn/model-cache").rc == 0
 
 
 def runs_docker(host: testinfra.host.Host) -> bool:
