@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -42,12 +43,17 @@ def parse_report(data: bytes | None) -> Report | None:
     try:
         document = json.loads(data)
         held, oldest, at = document["held"], document.get("oldest_s", 0.0), document.get("at", 0.0)
-    except (ValueError, TypeError, KeyError):
-        return None
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return None  # not JSON (RecursionError: a deep nest of brackets), or not an object of these
     numbers = (held, oldest, at)
-    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers) or held < 0:
+    if not all(_finite(n) for n in numbers) or held < 0:
         return None
     return Report(int(held), float(oldest), float(at))
+
+
+def _finite(value: object) -> bool:
+    """A JSON number that converts: Python's json reads Infinity and NaN, which int() refuses."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def held_now(report: Report | None, received_at: float, now: float) -> int:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import time
 
-from tarn.activator.demand import Report, Reporter
+import pytest
+
+from tarn.activator.demand import Report, Reporter, parse_report
 
 
 def test_reporter_sends_at_the_start_while_holding_and_once_at_the_end() -> None:
@@ -27,3 +29,30 @@ def test_reporter_sends_at_the_start_while_holding_and_once_at_the_end() -> None
         assert len(sent) == count  # quiet again
     finally:
         reporter.stop()
+
+
+def test_a_report_reads_back() -> None:
+    assert parse_report(Report(3, 1.5, 100.0).encode()) == Report(3, 1.5, 100.0)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        b"",
+        b"not json",
+        b"[1]",  # not an object
+        b'"held"',
+        b"{}",
+        b'{"held": -1}',
+        b'{"held": true}',
+        b'{"held": "3"}',
+        b'{"held": Infinity}',  # OverflowError from int() before (issue 48, row 12)
+        b'{"held": 1, "oldest_s": NaN}',
+        b'{"held": 1, "at": -Infinity}',
+        b"[" * 100_000,  # RecursionError from the parser before
+        b"\xff\xfe",
+    ],
+)
+def test_anything_else_is_no_report_and_never_raises(data: bytes | None) -> None:
+    assert parse_report(data) is None
