@@ -5,6 +5,8 @@ from __future__ import annotations
 import hmac
 from pathlib import Path
 
+from tarn.errors import ConfigError
+
 
 class Secret:
     """A string that never shows itself: repr, str and format print ``***``."""
@@ -40,5 +42,19 @@ def read_token(token: str | Secret | None, token_file: str | None) -> Secret | N
     if token is not None:
         return token if isinstance(token, Secret) else Secret(token)
     if token_file is not None:
-        return Secret(Path(token_file).read_text().strip())
+        return _token_of_file(token_file)
     return None
+
+
+def _token_of_file(path: str) -> Secret:
+    """The token in ``path``; ConfigError for a blank file or one that holds more than a token: an
+    empty token would leave the controller's API open (issue 48, row 7)."""
+    value = Path(path).read_text(errors="replace").strip()
+    if not value:
+        raise ConfigError(f"--token-file: {path} is empty: write the service's token in it (one line)")
+    if not all("!" <= char <= "~" for char in value):  # never echoed: it may be a secret
+        raise ConfigError(
+            f"--token-file: {path} holds spaces or non-printable characters: write the token alone, "
+            "printable ASCII"
+        )
+    return Secret(value)
