@@ -59,6 +59,9 @@ class OpenAIError(Exception):
         return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
 
 
+MODEL_NAME_MAX = 255  # a model is a directory of the repository: a file name's limit
+
+
 def invalid(param: str, problem: str) -> OpenAIError:
     return OpenAIError(400, f"{param}: {problem}", param=param)
 
@@ -204,6 +207,11 @@ def _object_with_model(body: Any) -> Mapping[str, Any]:
     model = _present(body, "model")
     if not isinstance(model, str) or not model:
         raise invalid("model", "a model name is required")
+    # A name ends up in metric labels and log lines: no control characters (a forged log line), no
+    # unpaired surrogate (JSON's "\ud800", which no UTF-8 output can carry: it broke /metrics for
+    # good), and no longer than a model directory's name can be (issue 48).
+    if len(model) > MODEL_NAME_MAX or not model.isprintable():
+        raise invalid("model", f"must be a model's name: at most {MODEL_NAME_MAX} printable characters")
     return body
 
 

@@ -481,6 +481,8 @@ def _json_body(request: Request) -> Any:
         return json.loads(request.body)
     except ValueError as exc:
         raise OpenAIError(400, f"We could not parse the JSON body of your request: {exc}") from exc
+    except RecursionError as exc:  # brackets nested deeper than the parser goes (issue 48, row 10)
+        raise OpenAIError(400, "We could not parse the JSON body of your request: nested too deep") from exc
 
 
 async def serve(front: Front, host: str, port: int, stop: asyncio.Event) -> None:

@@ -58,6 +58,9 @@ def test_chat_requests(extra: dict[str, Any], expected: dict[str, Any]) -> None:
         ([], None),
         ({"messages": CHAT["messages"]}, "model"),
         ({**CHAT, "model": ""}, "model"),
+        ({**CHAT, "model": "x\ud800"}, "model"),  # a lone surrogate broke /metrics (issue 48, row 1)
+        ({**CHAT, "model": "tiny_lm\nforged log line"}, "model"),  # row 13
+        ({**CHAT, "model": "m" * 256}, "model"),  # row 2's 10,000-character name
         ({**CHAT, "messages": []}, "messages"),
         ({**CHAT, "messages": "hi"}, "messages"),
         ({**CHAT, "messages": ["hi"]}, "messages[0]"),

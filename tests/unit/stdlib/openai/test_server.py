@@ -520,6 +520,8 @@ def test_a_client_gone_while_its_answer_is_gathered_closes_triton_too(running: R
     ("method", "path", "payload", "status", "param", "code"),
     [
         ("POST", "/v1/chat/completions", b"{not json", 400, None, None),
+        ("POST", "/v1/completions", b"[" * 100_000, 400, None, None),  # a RecursionError, a 500 (issue 48)
+        ("POST", "/v1/completions", b'{"model": "x\\ud800", "prompt": "x"}', 400, "model", None),
         ("POST", "/v1/chat/completions", {"model": "tiny"}, 400, "messages", None),
         (
             "POST",
@@ -544,6 +546,13 @@ def test_errors(
     assert headers["Content-Type"] == "application/json"
     assert set(body["error"]) == {"message", "type", "param", "code"}
     assert (body["error"]["param"], body["error"]["code"]) == (param, code)
+
+
+def test_metrics_render_after_a_model_name_no_utf8_can_carry(running: Running) -> None:
+    """A lone surrogate in the model's name was counted, and /metrics answered 500 from then on."""
+    running.call("POST", "/v1/completions", b'{"model": "x\\ud800", "prompt": "x", "stream": true}')
+    status, _headers, _text = running.call("GET", "/metrics")
+    assert status == 200
 
 
 def test_an_unknown_model_leaves_no_series(running: Running) -> None:
