@@ -60,9 +60,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Side by side, each test (its setup, a module's service deployed there, and its teardown)
-    holds the streams' lock: shared, or alone for a test marked ``alone`` (it restarts or stops
-    a daemon both streams use), which then waits for the other stream's test under way and holds
-    off its next one."""
+    holds the streams' lock: shared, or alone for a test marked ``alone`` (it restarts or stops a
+    daemon both streams use, or its bounds were crossed with the other stream beside it), which
+    then waits for the other stream's test under way and holds off its next one."""
     with stream_lock(alone=item.get_closest_marker("alone") is not None):
         return (yield)
 

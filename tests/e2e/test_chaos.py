@@ -496,6 +496,9 @@ def replaced(watched: Watched) -> tuple[float, list[str]]:
     return total, [e["reason"] for e in events if e["direction"] == "replace"]
 
 
+# alone in CI's two streams (conftest): CI5 showed its wait bound and clients' 30 s timeout
+# crossed with the other stream beside it on two cores (docs/ci.md)
+@pytest.mark.alone
 def test_a_triton_that_never_answers_is_replaced(chaos: Watched) -> None:
     """A Triton that hangs while it starts (SIGSTOP) is replaced within --replace-unready-after
     (30 s here) plus a start; the history and the metric say so; no request fails."""
@@ -512,6 +515,9 @@ def test_a_triton_that_never_answers_is_replaced(chaos: Watched) -> None:
     assert "(--replace-unready-after 30, YARN: " in reasons[0]
 
 
+# alone in CI's two streams (conftest): CI5 showed its wait bound and clients' 30 s timeout
+# crossed with the other stream beside it on two cores (docs/ci.md)
+@pytest.mark.alone
 def test_every_instance_killed_at_once(chaos: Watched) -> None:
     """Both instances killed together, three times: HAProxy's backup, the activator, holds what
     comes meanwhile; no request fails. The longest wait is printed. On an application of its own:
@@ -603,6 +609,9 @@ ONE_INSTANCE = [
 ]
 
 
+# alone in CI's two streams (conftest): CI5 showed its wait bound and clients' 30 s timeout
+# crossed with the other stream beside it on two cores (docs/ci.md)
+@pytest.mark.alone
 @pytest.mark.parametrize(("fault", "inject", "bound"), ONE_INSTANCE, ids=[f[0] for f in ONE_INSTANCE])
 def test_one_instance_fails_no_request(
     chaos: Watched, fault: str, inject: Callable[[], None], bound: float

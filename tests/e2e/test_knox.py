@@ -529,6 +529,9 @@ def drain_and_undrain(service: Service, zk: KazooClient, name: str) -> float:
     return time.time() - float(stat.created)
 
 
+# alone in CI's two streams (conftest): a product bound (1 s), crossed by 34 ms in CI5 with the
+# other stream beside it on two cores
+@pytest.mark.alone
 def test_an_instance_serves_through_knox_within_1_s_of_its_znode(service: Service) -> None:
     """Discovery through TARN's URL manager: an instance taken out by a drain and put back by an
     undrain (a ready instance registered anew, without a YARN container failure) serves through
