@@ -36,6 +36,11 @@ class Secret:
         return hash((Secret, self._value))
 
 
+def well_formed(value: str) -> bool:
+    """A token is printable ASCII without spaces: it goes in a header, and is never echoed."""
+    return all("!" <= char <= "~" for char in value)
+
+
 def read_token(token: str | Secret | None, token_file: str | None) -> Secret | None:
     """The API token: the one given, else the content of ``token_file`` (surrounding whitespace
     dropped), else None. One reader for the CLI, the modules, submit and the controller."""
@@ -52,7 +57,7 @@ def _token_of_file(path: str) -> Secret:
     value = Path(path).read_text(errors="replace").strip()
     if not value:
         raise ConfigError(f"--token-file: {path} is empty: write the service's token in it (one line)")
-    if not all("!" <= char <= "~" for char in value):  # never echoed: it may be a secret
+    if not well_formed(value):
         raise ConfigError(
             f"--token-file: {path} holds spaces or non-printable characters: write the token alone, "
             "printable ASCII"

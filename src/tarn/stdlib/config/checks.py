@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from tarn.errors import ConfigError
+from tarn.stdlib.api_token import well_formed
 from tarn.stdlib.config.declaration import MODEL_VERIFY_MODES, RUNTIMES, SCALE_SIGNALS, TarnConfig, cli_flag
 
 SHELL_METACHARACTERS = frozenset(";|&$`<>\\'\"\n\r")
@@ -333,7 +334,7 @@ def _check_token(c: TarnConfig) -> None:
         value = c.token.reveal()
         if not value:
             fail("token", "is empty", f"give a token or leave {token} out")
-        if not all("!" <= char <= "~" for char in value):  # printable ASCII, no spaces; never echoed
+        if not well_formed(value):
             fail("token", "contains spaces or non-printable characters", "use printable ASCII only")
         if c.token_file is not None:
             fail("token_file", f"is given with {token}", "give one of them")
