@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from kazoo.exceptions import KazooException
 
 from lab import lab_client
 from tarn.clients.resourcemanager import ResourceManager
+from tarn.controller.tick import REASK_AFTER_S
 from tarn.errors import ClusterError
 from tarn.service import controller_url as service_controller_url
 from tarn.service import instances_of
@@ -294,9 +296,10 @@ def hang_a_starting_triton() -> None:
 
 
 def kill_every_instance() -> None:
-    """kill -9 every tritonserver of the service, on every worker, at once."""
-    for worker in WORKERS:
-        podman_exec(worker, "pkill", "-KILL", "-f", TRITON)
+    """kill -9 every tritonserver of the service, on every worker, at once (side by side: the
+    completions then often reach the service AM in one heartbeat, docs/recovery.md)."""
+    with ThreadPoolExecutor(len(WORKERS)) as pool:
+        list(pool.map(lambda worker: podman_exec(worker, "pkill", "-KILL", "-f", TRITON), WORKERS))
 
 
 CONTROLLER_PROCESS = f"tarn.pyz controller.*--service-name {SERVICE}"  # its pgrep/pkill pattern
@@ -483,6 +486,14 @@ def test_no_controller_for_minutes_with_a_triton_killed_meanwhile(chaos: Watched
     assert outcome.left == ()
 
 
+def history(watched: Watched, direction: str) -> list[str]:
+    """The reasons of the controller's history entries of one kind (newest first)."""
+    url = str(service_controller_url(watched.rm.service(SERVICE) or {}))
+    auth = {"X-TARN-Token": str(OPTIONS["token"])}
+    events = requests.get(f"{url}/dashboard/data", headers=auth, timeout=10).json()["events"]
+    return [e["reason"] for e in events if e["direction"] == direction]
+
+
 def replaced(watched: Watched) -> tuple[float, list[str]]:
     """The controller's tarn_replaced_instances_total and its history's replace entries."""
     url = str(service_controller_url(watched.rm.service(SERVICE) or {}))
@@ -493,8 +504,7 @@ def replaced(watched: Watched) -> tuple[float, list[str]]:
         for line in text.splitlines()
         if line.startswith("tarn_replaced_instances_total")
     )
-    events = requests.get(f"{url}/dashboard/data", headers=auth, timeout=10).json()["events"]
-    return total, [e["reason"] for e in events if e["direction"] == "replace"]
+    return total, history(watched, "replace")
 
 
 # alone in CI's two streams (see SHARED_DAEMONS): whole 68.4 s after the fault in CI5 against its 75 s bound
@@ -526,13 +536,19 @@ def test_every_instance_killed_at_once(chaos: Watched) -> None:
     fresh(chaos)
     waits = []
     for repetition in range(1, 4):
+        reasks = len(history(chaos, "reask"))
         outcome = under_load(
             chaos, f"kill -9 every instance at once ({repetition} of 3)", kill_every_instance
         )
         waits.append(outcome.longest_s)
+        now = history(chaos, "reask")
+        asked = now[: len(now) - reasks]  # newest first
+        print(f"[chaos] the controller asked YARN again for a lost relaunch: {asked}")
         assert outcome.ok > 50
         assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
-        assert outcome.back_s <= 60
+        # YARN's service AM can lose one of two relaunch requests in one heartbeat; the controller
+        # asks again once YARN has owed the container REASK_AFTER_S (docs/recovery.md)
+        assert outcome.back_s <= (REASK_AFTER_S + 60 if asked else 60)
         assert outcome.left == ()
     print(f"[chaos] every instance killed at once: the longest wait {max(waits):.1f} s")
 

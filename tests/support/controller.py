@@ -59,6 +59,7 @@ class FakeRm:
         while len(self.names) < count:
             self.names.append(f"triton-{self.next_id}")
             self.next_id += 1
+        del self.names[count:]  # a flex down removes the newest instances (YARN 3.4.2)
         self.target = count
         return {}
 

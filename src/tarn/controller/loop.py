@@ -193,6 +193,8 @@ class ControlLoop:
         """The plan's flex or decommission; False when the RM refused it."""
         name = self.config.service_name
         try:
+            if plan.flex_through is not None:
+                self._rm.flex(name, TRITON, plan.flex_through)
             if plan.flex is not None:
                 self._rm.flex(name, TRITON, plan.flex)
             elif plan.decommission:

@@ -97,6 +97,7 @@ class TickState:
     application: str | None = None  # the YARN application whose memory this is, from the recall
     refill_to: int | None = None  # after a replacement's decommission: flex back to this target
     unplaced_since: float | None = None  # since when YARN owes Triton containers (fewer than the target)
+    reasked_at: float | None = None  # when the owed containers were last asked for again (reask)
 
     @classmethod
     def starting(cls, now: float) -> TickState:
@@ -225,6 +226,7 @@ class TickPlan:
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # for the log
     replacing: ScalingEvent | None = None  # the history entry of the replacement decommissioned
+    flex_through: int | None = None  # flex to this first, then to ``flex`` (a reask)
 
 
 def plan_tick(
@@ -298,7 +300,11 @@ def plan_tick(
     plan = _refill(plan)
     if plan.flex is not None:
         return plan
-    return _replace_unready(plan, seen, policy) or _scale(plan, now, seen, policy)
+    return (
+        _reask(plan, unplaced, seen, now)
+        or _replace_unready(plan, seen, policy)
+        or _scale(plan, now, seen, policy)
+    )
 
 
 # A container is placed within seconds where a node has room; past this, the operator must know.
@@ -321,6 +327,50 @@ def unplaced_for_long(unplaced: int, since: float | None, now: float) -> str | N
         f"YARN has not placed {unplaced} Triton container(s) for {now - since:.0f} s: the service AM "
         "cannot allocate (its log, serviceam.log, names the cause; docs/recovery.md) or no NodeManager "
         "has the resources"
+    )
+
+
+REASK_AFTER_S = 60.0
+
+
+def reask_due(since: float | None, reasked_at: float | None, now: float) -> bool:
+    """Whether to ask YARN again for the containers it owes: owed for REASK_AFTER_S, and not
+    asked again within the last REASK_AFTER_S."""
+    if since is None or now - since < REASK_AFTER_S:
+        return False
+    return reasked_at is None or now - reasked_at >= REASK_AFTER_S
+
+
+def _reask(plan: TickPlan, unplaced: int, seen: Observed, now: float) -> TickPlan | None:
+    """Containers YARN has owed for a minute are asked for again: a flex up by as many, then back
+    (issue 47). With a placement policy (the seeds' anti-affinity) Hadoop 3.4.2's service AM asks
+    for a relaunch with one SchedulingRequest that replaces the one pending, so two instances
+    that fail in one AM heartbeat get one container, and the other waits for ever. The flex up
+    asks for them all again; the AM hands each container to its oldest waiting instance, and the
+    flex back removes the newest instances, the ones the flex up made (the AM orders them by
+    their number). Where YARN cannot place them (no room), it asks for what it already asked.
+    In the history as a "reask". None: nothing to ask this tick."""
+    state = plan.state
+    if (
+        seen.service_state in UPGRADING
+        or removing(state.drains)
+        or not reask_due(state.unplaced_since, state.reasked_at, now)
+    ):
+        return None
+    owed_s = now - state.unplaced_since if state.unplaced_since is not None else 0.0
+    reason = (
+        f"YARN has owed {unplaced} Triton container(s) for {owed_s:.0f} s: asked again "
+        f"(flexed to {plan.target + unplaced}, then back to {plan.target}; docs/recovery.md)"
+    )
+    event = ScalingEvent(seen.at, "reask", plan.target, plan.target, reason)
+    history = (event, *state.history)[:HISTORY_SIZE]
+    return replace(
+        plan,
+        state=replace(state, reasked_at=now, history=history),
+        flex=plan.target,
+        flex_through=plan.target + unplaced,
+        decision=Decision(plan.target, "hold", reason, None),
+        notes=(*plan.notes, reason),
     )
 
 

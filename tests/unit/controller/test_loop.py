@@ -345,3 +345,22 @@ def test_a_decommissioned_instance_is_not_kept_while_its_triton_stops() -> None:
     lab.ticks(2)  # its Triton would still answer here: it must not come back
     assert sorted(registry.znodes) == ["c-triton-0"]
     assert [i.instance for i in lab.controller.snapshot.instances] == ["triton-0"]
+
+
+def test_a_container_yarn_owes_for_a_minute_is_asked_for_by_a_flex_up_and_back() -> None:
+    # issue 47: the service AM lost the relaunch request of triton-1 (docs/recovery.md); the RM
+    # counts 2 instances and lists one container.
+    lab = make(instances=2)
+    lab.scraper.inflight = {"triton-0": 2.0}  # load within the band: no scaling
+    lab.rm.unlisted = {"triton-1"}
+    lab.ticks(29)  # owed 56 s
+    assert lab.rm.calls == []
+    lab.ticks(2)  # a minute
+    assert lab.rm.calls == [("flex", 3), ("flex", 2)]
+    assert lab.rm.target == 2
+    assert "asked again" in str(lab.controller.snapshot.decision)
+    lab.ticks(29)
+    assert len(lab.rm.calls) == 2  # YARN's turn for a minute
+    lab.rm.unlisted = set()  # placed
+    lab.ticks(40)
+    assert len(lab.rm.calls) == 2  # nothing owed, nothing asked

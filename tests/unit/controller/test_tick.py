@@ -23,6 +23,7 @@ from tarn.controller.signals import Load, ModelCounters, TritonSample
 from tarn.controller.snapshot import Snapshot
 from tarn.controller.tick import (
     MODELS_REFRESH_S,
+    REASK_AFTER_S,
     UNPLACED_GRACE_S,
     Observed,
     TickPlan,
@@ -33,6 +34,7 @@ from tarn.controller.tick import (
     plan_tick,
     plan_watch,
     published,
+    reask_due,
     recall,
     scaling_figure,
     settle,
@@ -728,3 +730,64 @@ def test_a_tick_says_when_yarn_has_owed_a_container_too_long() -> None:
     done = plan_tick(replace(placed, unplaced_since=NOW), seen3, (), NOW + 200, POLICY)
     assert done.state.unplaced_since is None
     assert not any("not placed" in p for p in done.problems)
+
+
+# ---- containers YARN owes, asked for again (issue 47: a relaunch request lost by the service AM)
+@pytest.mark.parametrize(
+    ("since", "reasked_at", "due"),
+    [
+        (None, None, False),  # nothing owed
+        (NOW - REASK_AFTER_S + 1, None, False),  # owed, within the minute
+        (NOW - REASK_AFTER_S, None, True),  # owed a minute: asked again
+        (NOW - 500, NOW - 10, False),  # asked again 10 s ago: YARN's turn
+        (NOW - 500, NOW - REASK_AFTER_S, True),  # asked again a minute ago, still owed: again
+    ],
+)
+def test_reask_due(since: float | None, reasked_at: float | None, due: bool) -> None:
+    assert reask_due(since, reasked_at, NOW) == due
+
+
+def test_containers_owed_a_minute_are_asked_for_again_by_a_flex_up_and_back() -> None:
+    # Two instances failed in one AM heartbeat; YARN relaunched one and owes the other.
+    start, seen = world(settled(0, 2.0), target=2)
+    first = plan_tick(start, seen, (), NOW, POLICY)
+    assert (first.flex, first.flex_through) == (None, None)
+    plan = plan_tick(first.state, seen, (), NOW + REASK_AFTER_S, POLICY)
+    assert (plan.flex_through, plan.flex) == (3, 2)  # up by the one owed, then back
+    assert plan.decision is not None
+    assert plan.decision.direction == "hold"
+    assert "YARN has owed 1 Triton container(s) for 60 s: asked again" in plan.decision.reason
+    assert any("asked again" in note for note in plan.notes)
+    assert plan.state.reasked_at == NOW + REASK_AFTER_S
+    [event] = plan.state.history
+    assert (event.direction, event.target_from, event.target_to) == ("reask", 2, 2)
+    # YARN's turn: not asked again the next tick, and again a minute later if still owed.
+    assert plan_tick(plan.state, seen, (), NOW + REASK_AFTER_S + 2, POLICY).flex_through is None
+    again = plan_tick(plan.state, seen, (), NOW + 2 * REASK_AFTER_S, POLICY)
+    assert (again.flex_through, again.flex) == (3, 2)
+
+
+def test_two_containers_owed_are_both_asked_for() -> None:
+    start, seen = world(settled(0, 2.0), target=3, unplaced_since=NOW - REASK_AFTER_S)
+    plan = plan_tick(start, seen, (), NOW, POLICY)
+    assert (plan.flex_through, plan.flex) == (5, 3)
+
+
+@pytest.mark.parametrize(
+    ("why", "service_state", "extra"),
+    [
+        ("a rolling upgrade restarts instances itself", "UPGRADING", {}),
+        ("a removal drains", "STABLE", REMOVING),
+    ],
+)
+def test_no_reask_while(why: str, service_state: str, extra: dict[str, Any]) -> None:
+    start, seen = world(settled(0, 2.0), settled(1, 2.0), target=3, unplaced_since=NOW - 500, **extra)
+    plan = plan_tick(start, replace(seen, service_state=service_state), (), NOW, POLICY)
+    assert plan.flex_through is None, why
+
+
+def test_nothing_owed_nothing_asked() -> None:
+    start, seen = world(settled(0, 2.0), settled(1, 2.0), unplaced_since=None, reasked_at=NOW - 500)
+    plan = plan_tick(start, seen, (), NOW, POLICY)
+    assert plan.flex_through is None
+    assert plan.state.unplaced_since is None
