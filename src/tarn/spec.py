@@ -88,7 +88,18 @@ CONTROLLER_HEALTH_PATH = "/health"
 # How often the service AM probes readiness (Hadoop's default is 30 s): an instance starts
 # taking traffic seconds, not half a minute, after Triton is ready.
 READINESS_CHECK_SECONDS = 2
-SERVICE_PROPERTIES = {"yarn.service.readiness-check-interval.seconds": str(READINESS_CHECK_SECONDS)}
+# YARN's service AM ends the whole service once one component's containers failed more than 10
+# times in its 6-hour window, and stops placing a component's instances on a node where more than
+# 3 failed (docs/recovery.md): a service that runs for months, whose instances YARN relaunches and
+# the controller replaces, must not end for eleven Triton crashes, and with anti-affinity a node
+# shunned after four leaves its instance unplaced for hours.
+COMPONENT_FAILURES_BEFORE_THE_SERVICE_ENDS = 1000
+NODE_FAILURES_BEFORE_YARN_SHUNS_IT = 10
+SERVICE_PROPERTIES = {
+    "yarn.service.readiness-check-interval.seconds": str(READINESS_CHECK_SECONDS),
+    "yarn.service.container-failure-per-component.threshold": str(COMPONENT_FAILURES_BEFORE_THE_SERVICE_ENDS),
+    "yarn.service.node-blacklist.threshold": str(NODE_FAILURES_BEFORE_YARN_SHUNS_IT),
+}
 # The settings TARN reads back from a running service, as JSON in a property of the controller
 # component (the Services API keeps properties intact; launch commands are shell words).
 SETTINGS_PROPERTY = "tarn.settings"

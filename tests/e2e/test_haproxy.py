@@ -24,7 +24,7 @@ from tests.support import ROOT
 from tests.support.lab import LAB_USER, podman_exec, wait_for
 from tests.support.lab_edge import FRONTEND, ZK_PATH, Registered, backend_ready
 from tests.support.lab_service import CLUSTER, tarn
-from tests.support.load import Load
+from tests.support.load import PACED_S, Load
 
 SERVICE = "tarn-e2e-lb"
 BASE_PORT, STRIDE, AM_PORT = 8300, 10, 8891
@@ -108,7 +108,7 @@ def test_both_models_answer_through_haproxy(lab_service: tuple[Registered, str])
 def test_scaling_and_a_killed_instance_fail_no_request(lab_service: tuple[Registered, str]) -> None:
     registered, token = lab_service
     lags: dict[str, tuple[float, float]] = {}
-    with Load(lambda: [FRONTEND], threads=4) as load:
+    with Load(lambda: [FRONTEND], threads=4, pause_s=PACED_S) as load:
         before = registered.endpoints()
         assert (
             tarn(

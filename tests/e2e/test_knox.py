@@ -56,7 +56,7 @@ from tests.support.lab_edge import (
     register_with_the_role,
 )
 from tests.support.lab_service import CLUSTER, Service, tarn
-from tests.support.load import Load, Tally
+from tests.support.load import PACED_S, Load, Tally
 from tests.support.ranger_admin import policy
 from tests.support.ranger_audit import audit_events, audit_events_since, settled, write_audit_xml
 from tests.support.ranger_documents import write_xml
@@ -453,7 +453,7 @@ def test_the_openai_client_through_knox_as_alice_and_bob(service: Service, hdfs:
 def knox_load(threads: int = 4) -> Load:
     """add_one as alice through Knox, over HTTPS with the gateway's certificate."""
     return Load(
-        lambda: [KNOX], threads,
+        lambda: [KNOX], threads, PACED_S,
         client_options={"ssl": True, "ssl_options": {"ca_certs": str(CERT)}},
         headers={"Authorization": BASIC_ALICE},
     )  # fmt: skip

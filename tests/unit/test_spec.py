@@ -64,6 +64,16 @@ def test_service_fields() -> None:
     assert "lifetime" not in spec_of()
 
 
+def test_yarn_neither_ends_the_service_nor_shuns_a_node_after_a_few_triton_failures() -> None:
+    # YARN's defaults: the whole service ended at the 11th failure of one component in 6 hours,
+    # a node shunned at its 4th (issue 47's ten kills of every instance in a row).
+    properties = spec_of()["configuration"]["properties"]
+    assert properties["yarn.service.container-failure-per-component.threshold"] == "1000"
+    assert properties["yarn.service.node-blacklist.threshold"] == "10"
+    controller = component(spec_of(), CONTROLLER)["configuration"]["properties"]
+    assert controller["yarn.service.node-blacklist.threshold"] == "10"  # as YARN reads it back
+
+
 def test_kerberos_principal_only_when_given() -> None:
     spec = spec_of(
         "--service-principal", "tarn/_HOST@TARN.LAB", "--service-keytab", "/etc/security/keytabs/tarn.keytab"
