@@ -528,11 +528,12 @@ def test_a_triton_that_never_answers_is_replaced(chaos: Watched) -> None:
 # alone in CI's two streams (see SHARED_DAEMONS): failed in a by-hand two-stream run (docs/recovery.md)
 @pytest.mark.alone
 def test_every_instance_killed_at_once(chaos: Watched) -> None:
-    """Both instances killed together, three times (TARN_E2E_KILL_ALL_TIMES): HAProxy's backup, the activator, holds what
-    comes meanwhile; no request fails. The longest wait is printed. On an application of its own:
-    with anti-affinity each instance can only come back on its own worker, and YARN places no
-    instance on a node where over 3 of its containers failed (docs/recovery.md); the cases before
-    this one have killed the first worker's instance three times."""
+    """Both instances killed together, three times (TARN_E2E_KILL_ALL_TIMES: 10 by hand): HAProxy's
+    backup, the activator, holds what comes meanwhile; no request fails. The longest wait is
+    printed. On an application of its own: with anti-affinity each instance can only come back on
+    its own worker, and YARN places no instance on a node where more of its containers failed than
+    the spec's node-blacklist threshold (docs/recovery.md); the cases before this one have killed
+    the first worker's instance three times."""
     fresh(chaos)
     waits = []
     repetitions = int(os.environ.get("TARN_E2E_KILL_ALL_TIMES", "3"))  # 10 by hand (docs/recovery.md)

@@ -103,7 +103,7 @@ class ControlLoop:
 
     @property
     def counters(self) -> Counters:
-        return self._publication.counters
+        return self._publication.counters_now
 
     @property
     def timeline(self) -> Timeline:

@@ -38,7 +38,7 @@ from prometheus_client.registry import Collector
 
 from tarn.controller import fronts
 from tarn.controller.fronts import Series
-from tarn.controller.publication import Controller
+from tarn.controller.publication import Controller, Counters
 from tarn.controller.signals import ModelTotals
 from tarn.controller.snapshot import Snapshot
 from tarn.ranger.authorizer import Authorizer
@@ -87,14 +87,14 @@ class SnapshotCollector(Collector):
         )
         yield from _per_instance(snap)
         yield from _per_gpu(snap)
-        yield from _per_model(snap, self._controller.counters.models)
-        yield from _openai(snap, self._controller.counters.openai)
-        yield from self._counters()
+        counters = self._controller.counters  # one copy, consistent across the families
+        yield from _per_model(snap, counters.models)
+        yield from _openai(snap, counters.openai)
+        yield from self._counters(counters)
         if self._authorizer is not None:
             yield from _ranger(self._authorizer)
 
-    def _counters(self) -> Iterator[CounterMetricFamily]:
-        counters = self._controller.counters
+    def _counters(self, counters: Counters) -> Iterator[CounterMetricFamily]:
         scaling = CounterMetricFamily(
             "tarn_scaling_decisions", "Scaling decisions taken", labels=["direction"]
         )

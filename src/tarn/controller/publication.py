@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from tarn.activator.demand import Report
@@ -31,6 +31,10 @@ class Counters:
     models: dict[str, ModelTotals] = field(default_factory=dict)  # per model, since the start
     openai: dict[Series, float] = field(default_factory=dict)  # the OpenAI fronts', since the start
 
+    def copy(self) -> Counters:
+        """A copy whose maps the loop's next publish leaves alone (the API's threads iterate them)."""
+        return replace(self, scaling=dict(self.scaling), models=dict(self.models), openai=dict(self.openai))
+
     def count(self, snap: Snapshot) -> None:
         events = snap.events
         if events is None:  # an untrusted tick did nothing
@@ -54,6 +58,13 @@ class Publication:
         self._latest = first
         self.counters = Counters()
         self.timeline = Timeline()
+
+    @property
+    def counters_now(self) -> Counters:
+        """The counters as of the last publish, for another thread (issue 48, row 6: /metrics
+        iterated the maps while the loop added series, and failed)."""
+        with self._published:
+            return self.counters.copy()
 
     @property
     def latest(self) -> Snapshot:

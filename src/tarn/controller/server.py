@@ -147,6 +147,9 @@ def instances_body(snap: Snapshot, as_text: bool) -> tuple[str, bytes]:
     return "application/json", json.dumps(body).encode()
 
 
+UNKNOWN_PATH = "other"  # tarn_api_requests' path label of every path the API does not serve
+
+
 class Api:
     """Routing and accounting, shared by every handler thread."""
 
@@ -225,8 +228,8 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
             label = "/instances/drain" if path.startswith("/instances/") else path
             try:
                 route = self._route(method, path)
-                if route is None:
-                    self._send(404, "application/json", b'{"error": "not found"}', label)
+                if route is None:  # counted under one label: paths come from clients (issue 48, row 5)
+                    self._send(404, "application/json", b'{"error": "not found"}', UNKNOWN_PATH)
                     return
                 allowed, needs_token, action = route
                 query = parse_query(url.query, allowed | ({"token"} if path in QUERY_TOKEN_PATHS else set()))

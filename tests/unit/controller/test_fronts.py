@@ -204,3 +204,21 @@ def test_the_scraper_reads_the_front_beside_triton(ports: tuple[int, int]) -> No
     assert scrapes["c0"].front.streams == {"tiny_lm": 1}
     assert (scrapes["c1"].ready, scrapes["c1"].front) == (True, None)
     assert (scrapes["c2"].ready, scrapes["c2"].front) == (True, None)  # Triton still counts as ready
+
+
+def test_the_counters_an_api_thread_reads_are_not_changed_by_the_next_publish() -> None:
+    # issue 48, row 6: /metrics iterated the loop's own maps while the loop added a front's new
+    # series ("dictionary changed size during iteration": 27 of 56 scrapes got no answer).
+    lab = make(instances=2, scraper_type=FrontScraper, openai_port=9000, anti_affinity=False, port_stride=10)
+    scraper = lab.scraper
+    assert isinstance(scraper, FrontScraper)
+    scraper.fronts = {"triton-0": counted(("alice", "tiny_lm", "completed", 5, 5))}
+    lab.ticks(1)
+    read = lab.controller.counters  # what a scrape under way holds
+    held = dict(read.openai)
+    scraper.fronts = {
+        "triton-0": counted(("alice", "tiny_lm", "completed", 5, 5), ("carol", "tiny_lm", "completed", 1, 2))
+    }
+    lab.ticks(1)  # carol's series appear
+    assert read.openai == held
+    assert len(lab.controller.counters.openai) > len(held)

@@ -395,3 +395,17 @@ def test_ranger_series(ranger: Served) -> None:
 
 def test_no_ranger_series_without_ranger(plain: Served) -> None:
     assert not [name for name in families(plain) if name.startswith("tarn_ranger")]
+
+
+def test_unknown_paths_are_one_label_of_the_api_counter(api_url: str) -> None:
+    # issue 48, row 5: 2,000 unknown paths were 2,000 permanent tarn_api_requests series.
+    for n in range(200):
+        assert call(f"{api_url}/probe-{n}", {}).code == 404
+    text = call(api_url + "/metrics", AUTH).body.decode()
+    paths = {
+        line.split('path="', 1)[1].split('"', 1)[0]
+        for line in text.splitlines()
+        if line.startswith("tarn_api_requests_total{")
+    }
+    assert not any(p.startswith("/probe-") for p in paths)
+    assert 'tarn_api_requests_total{code="404",path="other"} 200.0' in text
