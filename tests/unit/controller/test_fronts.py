@@ -18,7 +18,7 @@ from tarn.controller.fronts import FrontSample, Series, front_deltas, parse_fron
 from tarn.controller.metrics import metrics_registry, render
 from tarn.controller.observe import Container, Scraper
 from tarn.stdlib.openai.counters import Counters, prometheus_text
-from tests.support.controller import FrontScraper, make
+from tests.support.controller import FrontScraper, Lab, make
 
 
 def counted(
@@ -96,10 +96,15 @@ def exposed(lab_controller: object) -> dict[tuple[str, tuple[tuple[str, str], ..
     }
 
 
-def test_the_controller_sums_every_fronts_counters_since_it_started() -> None:
+def front_lab() -> tuple[Lab, FrontScraper]:
+    """Two instances with an OpenAI front each, their counters scripted (FrontScraper)."""
     lab = make(instances=2, scraper_type=FrontScraper, openai_port=9000, anti_affinity=False, port_stride=10)
-    scraper = lab.scraper
-    assert isinstance(scraper, FrontScraper)
+    assert isinstance(lab.scraper, FrontScraper)
+    return lab, lab.scraper
+
+
+def test_the_controller_sums_every_fronts_counters_since_it_started() -> None:
+    lab, scraper = front_lab()
     # Before the controller's first look: the baseline, not counted (as Triton's own counters).
     scraper.fronts = {"triton-0": counted(("alice", "tiny_lm", "completed", 5, 5))}
     lab.ticks(1)
@@ -209,9 +214,7 @@ def test_the_scraper_reads_the_front_beside_triton(ports: tuple[int, int]) -> No
 def test_the_counters_an_api_thread_reads_are_not_changed_by_the_next_publish() -> None:
     # issue 48, row 6: /metrics iterated the loop's own maps while the loop added a front's new
     # series ("dictionary changed size during iteration": 27 of 56 scrapes got no answer).
-    lab = make(instances=2, scraper_type=FrontScraper, openai_port=9000, anti_affinity=False, port_stride=10)
-    scraper = lab.scraper
-    assert isinstance(scraper, FrontScraper)
+    lab, scraper = front_lab()
     scraper.fronts = {"triton-0": counted(("alice", "tiny_lm", "completed", 5, 5))}
     lab.ticks(1)
     read = lab.controller.counters  # what a scrape under way holds
