@@ -86,6 +86,8 @@ def test_chat_requests(extra: dict[str, Any], expected: dict[str, Any]) -> None:
         ({**CHAT, "stop": ""}, "stop"),
         ({**CHAT, "stop": ["a", "b", "c", "d", "e"]}, "stop"),
         ({**CHAT, "stop": [1]}, "stop"),
+        ({**CHAT, "stop": "x" * 200_000}, "stop"),  # issue 48, row 9: a quadratic scan per piece
+        ({**CHAT, "stop": ["a", "y" * 257]}, "stop"),
         ({**CHAT, "parameters": [1]}, "parameters"),
         ({**CHAT, "parameters": {"priority": 1}}, "parameters.priority"),
         ({**CHAT, "parameters": {"triton_x": True}}, "parameters.triton_x"),
