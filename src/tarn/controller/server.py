@@ -396,8 +396,45 @@ def _undrain(controller: Controller, name: str) -> tuple[int, str, bytes]:
     return _json(200, {"instance": name, "drained": False})
 
 
+# A thread per connection, at most MAX_CONNECTIONS at once (a client that sends half a request
+# holds one for IDLE_TIMEOUT_S per read); beyond, a 503 with Retry-After at once. The kernel's
+# queue holds BACKLOG connections not yet accepted (the default, 5, reset them: issue 48, row 11).
+MAX_CONNECTIONS = 256
+BACKLOG = 512
+_BUSY_BODY = b'{"error": "too many clients"}'
+BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: application/json\r\n"
+    b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY)
+)
+
+
+class BoundedServer(ThreadingHTTPServer):
+    request_queue_size = BACKLOG
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            try:
+                request.settimeout(1.0)  # the accepting thread never waits on a slow reader
+                request.sendall(BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 def serve(api: Api, address: str, port: int) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer((address, port), make_handler(api))
-    server.daemon_threads = True
+    server = BoundedServer((address, port), make_handler(api))
     threading.Thread(target=server.serve_forever, args=(0.1,), name="api", daemon=True).start()
     return server

@@ -8,6 +8,8 @@ tests/support/controller.py's, driven by a scripted RM and scripted scrapes."""
 from __future__ import annotations
 
 import json
+import socket
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+import tarn.controller.server as server_module
 from tarn.controller.dashboard import render_dashboard
 from tarn.controller.server import SECURITY_HEADERS, Api, instances_body, serve, with_visible_models
 from tarn.ranger.authorizer import Authorizer
@@ -409,3 +412,32 @@ def test_unknown_paths_are_one_label_of_the_api_counter(api_url: str) -> None:
     }
     assert not any(p.startswith("/probe-") for p in paths)
     assert 'tarn_api_requests_total{code="404",path="other"} 200.0' in text
+
+
+def test_clients_beyond_the_bound_get_a_503_at_once_and_the_rest_are_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # issue 48, row 11: a thread per connection without a bound, and a backlog of 5.
+    monkeypatch.setattr(server_module, "MAX_CONNECTIONS", 8)
+    lab = make(instances=2)
+    lab.ticks(2)
+    server = serve(Api(lab.controller, Secret(TOKEN)), "127.0.0.1", 0)
+    port = server.server_address[1]
+    try:
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]  # half a request each
+        for conn in idle:
+            conn.sendall(b"GET /health HTTP/1.1\r\n")
+        time.sleep(0.3)
+        began = time.monotonic()
+        busy = call(f"http://127.0.0.1:{port}/health", {})
+        assert busy.code == 503
+        assert busy.headers["Retry-After"] == "1"
+        assert json.loads(busy.body) == {"error": "too many clients"}
+        assert time.monotonic() - began < 1.0
+        for conn in idle:
+            conn.close()
+        time.sleep(0.3)  # their threads end on the closed connections
+        assert call(f"http://127.0.0.1:{port}/health", {}).code == 200
+        assert server.request_queue_size >= 128
+    finally:
+        server.shutdown()
