@@ -52,7 +52,14 @@ from tests.support.lab import (
     running_containers,
     wait_for,
 )
-from tests.support.lab_edge import FRONTEND, ZK_PATH, Registered, backend_ready, backend_serving
+from tests.support.lab_edge import (
+    FRONTEND,
+    ZK_PATH,
+    Registered,
+    backend_ready,
+    backend_retries,
+    backend_serving,
+)
 from tests.support.lab_service import CONNECTION, MODELS, ready_controller, run_module, run_playbook
 from tests.support.load import PACED_S, Load
 
@@ -538,14 +545,18 @@ def test_every_instance_killed_at_once(chaos: Watched) -> None:
     waits = []
     repetitions = int(os.environ.get("TARN_E2E_KILL_ALL_TIMES", "3"))  # 10 by hand (docs/recovery.md)
     for repetition in range(1, repetitions + 1):
-        reasks = len(history(chaos, "reask"))
+        reasks, retries = len(history(chaos, "reask")), backend_retries()
         outcome = under_load(
             chaos, f"kill -9 every instance at once ({repetition} of {repetitions})", kill_every_instance
         )
         waits.append(outcome.longest_s)
         now = history(chaos, "reask")
         asked = now[: len(now) - reasks]  # newest first
-        print(f"[chaos] the controller asked YARN again for a lost relaunch: {asked}")
+        after = backend_retries()
+        print(
+            f"[chaos] HAProxy's retries {after[0] - retries[0]}, redispatches {after[1] - retries[1]}; "
+            f"the controller asked YARN again for a lost relaunch: {asked}"
+        )
         assert outcome.ok > 50
         assert outcome.failed == 0, (outcome.errors, outcome.haproxy_log[:20])
         # YARN's service AM can lose one of two relaunch requests in one heartbeat; the controller

@@ -50,6 +50,20 @@ def backend_serving(backend: str = "triton_backend") -> set[str]:
     }
 
 
+def backend_retries(backend: str = "triton_backend") -> tuple[int, int]:
+    """HAProxy's counters of the backend since it started: (retries, redispatches): its `show
+    stat` CSV, the BACKEND row's `wretr` and `wredis`."""
+    show = "echo 'show stat' | socat - /var/run/haproxy.sock"
+    text = podman_exec("edge", "sh", "-c", show, check=True, timeout=60).stdout
+    header, *rows = [line for line in text.splitlines() if line.strip()]
+    names = header.lstrip("# ").split(",")
+    for row in rows:
+        stat = dict(zip(names, row.split(","), strict=False))
+        if stat.get("pxname") == backend and stat.get("svname") == "BACKEND":
+            return int(stat.get("wretr") or 0), int(stat.get("wredis") or 0)
+    raise AssertionError(f"no BACKEND row for {backend} in HAProxy's show stat")
+
+
 class Registered:
     """The instances of ``service`` registered under ZK_PATH, as host:port."""
 
