@@ -106,6 +106,11 @@ class ControlLoop:
         return self._publication.counters_now
 
     @property
+    def published(self) -> int:
+        """Snapshots published so far: the loop's sign of life for the watchdog."""
+        return self._publication.published
+
+    @property
     def timeline(self) -> Timeline:
         return self._publication.timeline
 

@@ -22,7 +22,7 @@ from tarn.controller.loop import ControlLoop
 from tarn.controller.observe import Scraper, application_of_container
 from tarn.controller.registry import Registry
 from tarn.controller.server import Api, serve
-from tarn.controller.shutdown import STOP_BUDGET_S, STOP_GRACE_S, Step, StopSignal, run_within
+from tarn.controller.shutdown import STOP_BUDGET_S, STOP_GRACE_S, Step, StopSignal, Watchdog, run_within
 from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls
 from tarn.ranger.audit_log import AuditLog, HdfsAuditFile, Identity
 from tarn.ranger.authorizer import Authorizer
@@ -37,6 +37,7 @@ from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_location
 log = logging.getLogger("tarn.controller")
 
 
+HUNG_STATUS = 70  # EX_SOFTWARE: the exit status of a controller whose loop hung (YARN relaunches it)
 RM_TIMEOUT_S = 5.0  # per ResourceManager call: a tick waits on no one RM call longer
 
 
@@ -86,9 +87,17 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     loop = threading.Thread(target=controller.run, args=(stop.event,), name="control-loop", daemon=True)
     loop.start()
     stop.running(controller.wake)
+    watchdog, hung = Watchdog.for_tick(config.tick_seconds), False
     try:
         while loop.is_alive() and not stop.event.wait(1.0):
-            pass
+            if watchdog.stalled(controller.published):
+                hung = True
+                log.error(
+                    "the control loop has published nothing for %d checks (a hung tick): ending the "
+                    "process so that YARN relaunches the controller",
+                    watchdog.quiet,
+                )
+                break
     finally:
         steps = [
             Step("the tick under way", lambda left: loop.join(min(STOP_GRACE_S, left))),
@@ -105,6 +114,8 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
             left = registry.detach()
             log.info("leaving %d registrations in ZooKeeper for a successor to adopt", left)
         log.info("stopped")
+    if hung:
+        return HUNG_STATUS  # end_process exits at once: the hung tick's threads must not hold it
     if not stop.event.is_set():
         raise RuntimeError("the control loop ended by itself")
     # 128+N when YARN stopped it, as the launcher reports a stop (tarn.stdlib.launcher.supervise)

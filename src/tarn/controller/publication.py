@@ -56,6 +56,7 @@ class Publication:
     def __init__(self, first: Snapshot) -> None:
         self._published = threading.Condition()
         self._latest = first
+        self.published = 0  # snapshots published, trusted or not (the watchdog's sign of life)
         self.counters = Counters()
         self.timeline = Timeline()
 
@@ -74,6 +75,7 @@ class Publication:
     def publish(self, snap: Snapshot) -> Snapshot:
         with self._published:
             self._latest = snap
+            self.published += 1
             self.counters.count(snap)
             self.timeline.add(snap)
             self._published.notify_all()

@@ -111,3 +111,33 @@ def end_process(status: int) -> NoReturn:
         with contextlib.suppress(OSError, ValueError):  # a closed or broken stdout: nothing to save
             stream.flush()
     os._exit(status)
+
+
+# ---- a loop that hangs ends the process, so YARN relaunches the controller (issue 47)
+STALLED_MIN_CHECKS = 120  # the watchdog's checks, one a second: at least two minutes
+STALLED_TICKS = 30  # and at least this many ticks
+
+
+@dataclass
+class Watchdog:
+    """Counts its checks (one a second, from the main thread) since the loop last published. A tick
+    waits on nothing longer than its clients' timeouts (seconds), so a loop quiet for
+    ``limit`` checks is hung (a deadlock, a call without a timeout): the process ends and YARN
+    relaunches it (the instances stay discoverable meanwhile: their znodes outlive it). Checks, not
+    the clock: a paused process (SIGSTOP, a VM paused) pauses the watchdog too, and its loop ticks
+    again once it runs."""
+
+    limit: int
+    seen: int = -1  # the publications counted at the last check
+    quiet: int = 0  # checks since that count last changed
+
+    @classmethod
+    def for_tick(cls, tick_s: float) -> Watchdog:
+        return cls(max(STALLED_MIN_CHECKS, round(STALLED_TICKS * tick_s)))
+
+    def stalled(self, published: int) -> bool:
+        if published != self.seen:
+            self.seen, self.quiet = published, 0
+        else:
+            self.quiet += 1
+        return self.quiet >= self.limit

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from tarn.controller.shutdown import Step, StopSignal, run_within
+from tarn.controller.shutdown import STALLED_MIN_CHECKS, Step, StopSignal, Watchdog, run_within
+from tests.support.controller import make
 
 
 def sleeper(seconds: float, log: list[str], name: str) -> Step:
@@ -73,3 +74,33 @@ def test_a_signal_while_running_asks_the_loop_to_stop_and_the_first_signal_names
     assert stop.event.is_set()
     assert woken.is_set()
     assert stop.status == 143
+
+
+# ---- the watchdog (issue 47: a controller whose loop hangs was never replaced)
+@pytest.mark.parametrize(
+    ("tick_s", "limit"), [(2.0, STALLED_MIN_CHECKS), (10.0, 300), (0.5, STALLED_MIN_CHECKS)]
+)
+def test_the_watchdog_waits_two_minutes_and_thirty_ticks(tick_s: float, limit: int) -> None:
+    assert Watchdog.for_tick(tick_s).limit == limit
+
+
+def test_a_loop_that_publishes_nothing_for_the_limit_is_hung() -> None:
+    watchdog = Watchdog(limit=3)
+    assert [watchdog.stalled(p) for p in (0, 1, 1, 1)] == [False, False, False, False]
+    assert watchdog.stalled(1)  # the third check in a row without a publication
+    assert not watchdog.stalled(2)  # it published again: the count starts over
+
+
+def test_a_paused_process_is_not_hung() -> None:
+    # SIGSTOP pauses the checks too: however long the pause, the check after it is one check.
+    watchdog = Watchdog(limit=3)
+    watchdog.stalled(5)
+    watchdog.stalled(5)
+    assert not watchdog.stalled(6)  # after the pause the loop ticked before the next check
+
+
+def test_every_tick_published_is_a_sign_of_life() -> None:
+    lab = make(instances=2)
+    before = lab.controller.published
+    lab.ticks(3)
+    assert lab.controller.published == before + 3
