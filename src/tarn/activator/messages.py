@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from tarn.stdlib.http_fields import content_length
+
 MAX_HEAD = 64 * 1024
 HOP_BY_HOP = frozenset(
     {
@@ -83,9 +85,10 @@ def body_length(headers: tuple[tuple[str, str], ...]) -> int | None:
         return None
     if not lengths:
         return 0
-    if len(lengths) > 1 or not next(iter(lengths)).isdigit():
+    length = content_length(next(iter(lengths))) if len(lengths) == 1 else None
+    if length is None:
         raise BadRequest("bad Content-Length")
-    return int(next(iter(lengths)))
+    return length
 
 
 async def read_request(reader: asyncio.StreamReader, room: int) -> Request | None:

@@ -27,3 +27,10 @@ def test_content_length_and_chunked_together_are_refused() -> None:
 def test_answers_close_the_connection() -> None:
     head = b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nContent-Length: 2"
     assert with_close(head) == b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "1\u00b9", "9" * 5000, "-1", "", "0x10"])
+def test_a_content_length_that_is_no_ascii_number_is_a_bad_request(length: str) -> None:
+    # issue 48, row 10: '²'.isdigit() is true and int('²') raised a ValueError (a 500).
+    with pytest.raises(BadRequest):
+        body_length((("Content-Length", length),))

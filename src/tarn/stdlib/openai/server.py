@@ -37,6 +37,7 @@ from tarn.stdlib.openai.wire import (
     answer,
     body_pieces,
     chunk,
+    linger,
     read_body,
     read_request,
     read_response_head,
@@ -54,6 +55,14 @@ MAX_BODY = 4 * 1024 * 1024
 # balancers' are often 60 s), and HAProxy sees a client gone only when it next writes to it, so a
 # client that leaves during the silence is seen within about two of these, not at the first token.
 HEARTBEAT_S = 5.0
+# A client has this long to send its whole request (head and body), then gets a 408: connections
+# that hold half a request must not pile up (issue 48, row 4: 225 held for good, the front's memory
+# 22 -> 148 MiB, in the container's limit it shares with Triton).
+REQUEST_READ_S = 15.0
+# Connections at once (streams included; HAProxy's maxconn per server is usually well under it);
+# beyond, a 503 with Retry-After at once.
+MAX_CONNECTIONS = 1024
+LINGER_BYTES = 16 * 1024 * 1024  # what is read and dropped after a 413, for the client to read it
 HEARTBEAT = chunk(b": keep-alive\n\n")  # a comment line: SSE clients skip it
 
 
@@ -112,6 +121,15 @@ def error_answer(error: OpenAIError) -> bytes:
     return answer(error.status, json_bytes(error.body()))
 
 
+BUSY = answer(
+    503,
+    json_bytes(
+        OpenAIError(503, "Too many connections to this front; retry", kind="server_error", code="busy").body()
+    ),
+    extra={"Retry-After": "1"},
+)
+
+
 async def with_heartbeats(
     events: AsyncGenerator[Event, None], every_s: float
 ) -> AsyncGenerator[Event | None, None]:
@@ -161,16 +179,35 @@ class Front:
     new_id: Callable[[], str] = lambda: uuid.uuid4().hex
     started_at: int = 0
     heartbeat_s: float = HEARTBEAT_S  # a stream's silence before an SSE comment is sent
+    read_s: float = REQUEST_READ_S
+    max_connections: int = MAX_CONNECTIONS
+    connections: int = field(default=0, init=False)  # open now
 
     def __post_init__(self) -> None:
         self.started_at = self.started_at or int(self.wall())
 
     # ---- one connection, one request
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.connections >= self.max_connections:
+            with contextlib.suppress(ClientGone):
+                await Reply(writer).send(BUSY)
+                await linger(reader, writer, 1.0, MAX_HEAD)
+            writer.close()
+            return
+        self.connections += 1
+        try:
+            await self._serve(reader, writer)
+        finally:
+            self.connections -= 1
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         reply = Reply(writer)
         try:
             try:
-                request = await read_request(reader, self.max_body, writer)
+                request = await asyncio.wait_for(read_request(reader, self.max_body, writer), self.read_s)
+            except asyncio.TimeoutError as exc:
+                message = f"Request not received whole within {self.read_s:g} s"
+                raise OpenAIError(408, message, code="request_timeout") from exc
             except BadRequest as exc:
                 raise OpenAIError(400, f"Bad HTTP request: {exc}") from exc
             except TooLarge as exc:
@@ -181,6 +218,7 @@ class Front:
             if not reply.started:
                 with contextlib.suppress(ClientGone):
                     await reply.send(error_answer(exc))
+                    await linger(reader, writer, self.read_s, LINGER_BYTES)
         except ClientGone:
             pass
         except Exception:

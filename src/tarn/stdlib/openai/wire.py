@@ -7,9 +7,12 @@ not, with their server-sent events decoded as they arrive.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
+
+from tarn.stdlib.http_fields import content_length
 
 MAX_HEAD = 64 * 1024
 
@@ -65,10 +68,9 @@ async def read_request(
     method, path, headers = parse_head(head[:-4])
     if "chunked" in headers.get("transfer-encoding", "").lower():
         raise BadRequest("a chunked request body is not accepted; send Content-Length")
-    length_text = headers.get("content-length", "0")
-    if not length_text.isdigit():
+    length = content_length(headers.get("content-length", "0"))
+    if length is None:
         raise BadRequest("bad Content-Length")
-    length = int(length_text)
     if length > max_body:
         raise TooLarge(f"request body of {length} bytes, over {max_body}")
     if writer is not None and length and headers.get("expect", "").lower() == "100-continue":
@@ -85,10 +87,31 @@ def _head(status: int, headers: Mapping[str, str]) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def answer(status: int, body: bytes, content_type: str = "application/json") -> bytes:
+def answer(
+    status: int, body: bytes, content_type: str = "application/json", extra: Mapping[str, str] | None = None
+) -> bytes:
     """A whole answer, closing the connection."""
     headers = {"Content-Type": content_type, "Content-Length": str(len(body)), "Connection": "close"}
-    return _head(status, headers) + body
+    return _head(status, {**headers, **(extra or {})}) + body
+
+
+async def linger(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seconds: float, limit: int
+) -> None:
+    """After an answer sent before the request was read whole: the sending side closed, then what
+    the client still sends read and dropped (at most ``limit`` bytes, ``seconds``) until it closes.
+    A connection closed with unread data is reset by the kernel, and the client, still sending (a
+    5 MB body over the limit), sees a broken pipe instead of the answer (issue 48, row 14)."""
+    with contextlib.suppress(ConnectionError, OSError, RuntimeError):
+        writer.write_eof()
+
+    async def drop() -> None:
+        left = limit
+        while left > 0 and (piece := await reader.read(min(64 * 1024, left))):
+            left -= len(piece)
+
+    with contextlib.suppress(asyncio.TimeoutError, ConnectionError, OSError):
+        await asyncio.wait_for(drop(), seconds)
 
 
 def stream_head() -> bytes:

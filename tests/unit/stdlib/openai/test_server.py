@@ -200,12 +200,14 @@ class Running:
 
 
 @contextlib.contextmanager
-def run_front(max_body: int = 1 << 20, triton_port: int | None = None) -> Iterator[Running]:
+def run_front(max_body: int = 1 << 20, triton_port: int | None = None, **options: Any) -> Iterator[Running]:
     loop = asyncio.new_event_loop()
     standin = StandIn()
     standin_server = loop.run_until_complete(asyncio.start_server(standin.handle, "127.0.0.1", 0))
     port = triton_port or standin_server.sockets[0].getsockname()[1]
-    front = Front(Triton("127.0.0.1", port, connect_timeout_s=1), max_body=max_body, new_id=lambda: "1")
+    front = Front(
+        Triton("127.0.0.1", port, connect_timeout_s=1), max_body=max_body, new_id=lambda: "1", **options
+    )
     server = loop.run_until_complete(asyncio.start_server(front.handle, "127.0.0.1", 0))
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
@@ -567,6 +569,65 @@ def test_a_body_over_the_limit_is_refused() -> None:
             "POST", "/v1/completions", {"model": "tiny", "prompt": "x" * 200}
         )
     assert (status, body["error"]["code"]) == (413, "request_too_large")
+
+
+def raw_answer(port: int, data: bytes, timeout: float = 5.0) -> bytes:
+    """What the front answers to ``data`` sent as is on a new connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as client:
+        client.sendall(data)
+        received = b""
+        while piece := client.recv(65536):
+            received += piece
+        return received
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "1\u00b9", "9" * 5000, "-1", "1 2"])
+def test_a_content_length_that_is_no_ascii_number_is_a_400(length: str) -> None:
+    # issue 48, row 10: '²'.isdigit() is true and int('²') raises: a 500 with a traceback.
+    head = f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n"
+    with run_front() as running:
+        reply = raw_answer(running.port, head.encode("latin-1"))  # HTTP's bytes, as the front decodes them
+    assert reply.startswith(b"HTTP/1.1 400 "), reply[:200]
+    assert b"bad Content-Length" in reply
+
+
+def test_half_a_request_is_answered_408_within_the_read_bound() -> None:
+    # issue 48, row 4: connections holding half a request stayed open for good.
+    with run_front(read_s=0.5) as running, socket.create_connection(("127.0.0.1", running.port)) as client:
+        client.settimeout(5)
+        began = time.monotonic()
+        client.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
+        reply = client.recv(65536)
+        assert time.monotonic() - began < 2.0
+    assert reply.startswith(b"HTTP/1.1 408 "), reply[:200]
+    assert b'"code":"request_timeout"' in reply
+
+
+def test_connections_beyond_the_bound_get_a_503_with_retry_after() -> None:
+    with run_front(max_connections=2) as running:
+        held = [socket.create_connection(("127.0.0.1", running.port)) for _ in range(2)]
+        try:
+            for client in held:
+                client.sendall(b"GET /v1/models HTTP/1.1\r\n")  # half a request each
+            assert eventually(lambda: running.front.connections == 2)
+            reply = raw_answer(running.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        finally:
+            for client in held:
+                client.close()
+        assert reply.startswith(b"HTTP/1.1 503 "), reply[:200]
+        assert b"Retry-After: 1\r\n" in reply
+        assert eventually(lambda: running.front.connections == 0)
+
+
+def test_a_5_mb_body_over_the_limit_gets_a_413_the_client_can_read() -> None:
+    # issue 48, row 14: the front closed with the body unread, and the client got a broken pipe.
+    with run_front(max_body=1 << 20) as running:
+        conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=10)
+        conn.request("POST", "/v1/completions", body=b"x" * (5 * 1024 * 1024))
+        reply = conn.getresponse()
+        assert reply.status == 413
+        assert json.loads(reply.read())["error"]["code"] == "request_too_large"
+        conn.close()
 
 
 def test_triton_unreachable_is_a_503() -> None:
