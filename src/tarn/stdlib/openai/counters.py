@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 FIRST_TOKEN_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 BETWEEN_TOKENS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 OUTCOMES = ("completed", "cancelled", "failed")
+# Labels come from clients (issue 48, item 3): a model is a label once Triton has shown it has it
+# (its metadata answered, or it accepted a generation): a name Triton does not have leaves no series,
+# whatever Triton answered. At most MAX_USERS distinct users, later ones counted as OTHER_USER.
+MAX_USERS = 256
+OTHER_USER = "other"
 
 
 @dataclass
@@ -46,6 +51,19 @@ class Counters:
     streams_in_flight: dict[str, int] = field(default_factory=dict)
     first_token: dict[str, Histogram] = field(default_factory=dict)
     between_tokens: dict[str, Histogram] = field(default_factory=dict)
+    served: set[str] = field(default_factory=set)  # models Triton has shown it has: the model labels
+    users: set[str] = field(default_factory=set)  # the user labels so far (MAX_USERS at most)
+
+    def has_model(self, model: str) -> None:
+        """Triton has ``model``: from now on a label."""
+        self.served.add(model)
+
+    def user_label(self, user: str) -> str:
+        """``user``, or OTHER_USER once MAX_USERS others have their own label."""
+        if user in self.users or len(self.users) < MAX_USERS:
+            self.users.add(user)
+            return user
+        return OTHER_USER
 
     def stream_started(self, model: str) -> None:
         self.streams_in_flight[model] = self.streams_in_flight.get(model, 0) + 1
@@ -67,6 +85,7 @@ class Counters:
 
     def ended(self, user: str, model: str, outcome: str, prompt: int, completion: int) -> None:
         """A generation is over: its outcome and its tokens (a cancelled one's, up to the cancel)."""
+        user = self.user_label(user)
         key = (user, model)
         self.prompt_tokens[key] = self.prompt_tokens.get(key, 0) + prompt
         self.completion_tokens[key] = self.completion_tokens.get(key, 0) + completion

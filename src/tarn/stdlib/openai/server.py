@@ -279,9 +279,11 @@ class Front:
         model = generation.model
         identity = Identity(mapping.id_prefix(generation.kind) + self.new_id(), int(self.wall()))
         began = self.clock()
+        if model not in self.counters.served and await self._metadata(model) is not None:
+            self.counters.has_model(model)  # once per model: what it does counts from the first request
         upstream_reader, upstream = await self._connect()
         tally = Tally(generation.prompt)
-        outcome, accepted, known = "failed", False, True
+        outcome, accepted = "failed", False
         self.counters.stream_started(model)
         try:
             path = f"/v2/models/{quote(model, safe='')}/generate_stream"
@@ -291,13 +293,13 @@ class Front:
             )
             head = await self._triton_head(upstream_reader, generation, identity, reply)
             if head.status != 200:
-                known = head.status != 404
                 error = mapping.triton_error(head.status, await read_body(upstream_reader, head), model)
                 if not reply.started:
                     raise error
                 await reply.send(sse_chunk(error.body()) + LAST_CHUNK)  # the stream was opened early
                 return
             accepted = True
+            self.counters.has_model(model)
             events = self._events(upstream_reader, head, tally, model, began)
             if generation.stream:
                 outcome = await self._stream(generation, identity, events, tally, reply)
@@ -317,7 +319,7 @@ class Front:
             raise OpenAIError(503, message, kind="server_error", code="triton_broken") from exc
         finally:
             upstream.close()  # Triton sees the connection go: a generation still running is cancelled
-            if known:
+            if model in self.counters.served:  # else a name Triton never served: no series
                 self.counters.stream_ended(model)
                 prompt = tally.prompt_tokens if accepted else 0
                 self.counters.ended(user, model, outcome, prompt, tally.completion_tokens)

@@ -21,6 +21,7 @@ from typing import Any
 import openai
 import pytest
 
+import tarn.stdlib.openai.counters as counters_module
 from tarn.stdlib.openai.server import Front, Triton
 
 TEXT_MODELS = ("tiny", "plain", "endless", "failing", "dying", "rejecting", "stop")
@@ -104,10 +105,9 @@ class StandIn:
                 self.closed_at.append(time.monotonic())
                 return
             gone.cancel()
-        if model not in TEXT_MODELS:
-            writer.write(
-                plain_answer("404 Not Found", f'{{"error":"Request for unknown model: {model!r}"}}'.encode())
-            )
+        if model not in TEXT_MODELS:  # as Triton; some versions answer 400
+            status = "400 Bad Request" if model.startswith("refused-400") else "404 Not Found"
+            writer.write(plain_answer(status, f'{{"error":"Request for unknown model: {model!r}"}}'.encode()))
             return
         if model == "rejecting":
             message = chunk(b'data: {"error":"max_tokens too big"}\n\n') + b"0\r\n\r\n"
@@ -561,6 +561,42 @@ def test_an_unknown_model_leaves_no_series(running: Running) -> None:
     running.call("POST", "/v1/completions", {"model": "no-such-model", "prompt": "x", "stream": True})
     _status, _headers, text = running.call("GET", "/metrics")
     assert "no-such-model" not in text
+
+
+def test_a_name_triton_does_not_have_leaves_no_series_whatever_triton_answered(running: Running) -> None:
+    # issue 48, row 2: a refusal other than a 404 (some Tritons answer an unknown model 400) made a
+    # permanent series of any name.
+    model = "refused-400"
+    status, _headers, _body = running.call("POST", "/v1/completions", {"model": model, "prompt": "x"})
+    assert status >= 400
+    _status, _headers, text = running.call("GET", "/metrics")
+    assert f'model="{model}"' not in text
+    assert running.front.counters.streams_in_flight == {}
+
+
+def test_a_client_gone_before_triton_answered_a_name_it_does_not_have_leaves_no_series(
+    running: Running,
+) -> None:
+    client = running.open_stream(
+        "/v1/completions",
+        {"model": "refused-400", "prompt": "x", "stream": True, "parameters": {"silence": 30}},
+    )
+    time.sleep(0.3)  # with Triton, silent
+    client.close()
+    assert eventually(lambda: bool(running.standin.closed_at))
+    assert eventually(lambda: running.front.counters.streams_in_flight == {})
+    assert not running.front.counters.requests
+
+
+def test_users_beyond_the_cap_are_counted_together(running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 48, item 3: every X-TARN-User a client sends was a label of its own.
+    monkeypatch.setattr(counters_module, "MAX_USERS", 2)
+    for user in ("ann", "bob", "cy", "dee"):
+        running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, {"X-TARN-User": user})
+    assert eventually(lambda: sum(running.front.counters.requests.values()) == 4)
+    users = {user for user, _model, _outcome in running.front.counters.requests}
+    assert users == {"ann", "bob", "other"}
+    assert running.front.counters.requests[("other", "tiny", "completed")] == 2
 
 
 def test_a_body_over_the_limit_is_refused() -> None:
