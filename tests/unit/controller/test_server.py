@@ -424,7 +424,7 @@ def test_clients_beyond_the_bound_get_a_503_at_once_and_the_rest_are_served(
     server = serve(Api(lab.controller, Secret(TOKEN)), "127.0.0.1", 0)
     port = server.server_address[1]
     try:
-        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(8)]  # half a request each
+        idle = [socket.create_connection(("127.0.0.1", port)) for _n in range(8)]  # half a request each
         for conn in idle:
             conn.sendall(b"GET /health HTTP/1.1\r\n")
         time.sleep(0.3)

@@ -641,7 +641,7 @@ def test_half_a_request_is_answered_408_within_the_read_bound() -> None:
 
 def test_connections_beyond_the_bound_get_a_503_with_retry_after() -> None:
     with run_front(max_connections=2) as running:
-        held = [socket.create_connection(("127.0.0.1", running.port)) for _ in range(2)]
+        held = [socket.create_connection(("127.0.0.1", running.port)) for _n in range(2)]
         try:
             for client in held:
                 client.sendall(b"GET /v1/models HTTP/1.1\r\n")  # half a request each
