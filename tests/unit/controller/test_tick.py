@@ -791,3 +791,14 @@ def test_nothing_owed_nothing_asked() -> None:
     plan = plan_tick(start, seen, (), NOW, POLICY)
     assert plan.flex_through is None
     assert plan.state.unplaced_since is None
+
+
+def test_an_instance_whose_container_yarn_lists_as_ended_is_owed_one() -> None:
+    # CI8: the service AM lost the relaunch of triton-1; the RM still listed its old container as
+    # FAILED, so nothing was seen as owed and nothing asked again for 10 minutes.
+    ended = (container(1, yarn_state="FAILED"), Tracked(), Scrape(False, None, None, "refused"))
+    start, seen = world(settled(0, 2.0), ended, target=2)
+    first = plan_tick(start, seen, (), NOW, POLICY)
+    assert first.state.unplaced_since == NOW
+    plan = plan_tick(first.state, seen, (), NOW + REASK_AFTER_S, POLICY)
+    assert (plan.flex_through, plan.flex) == (3, 2)
