@@ -53,7 +53,7 @@ from tarn.controller.signals import (
     model_deltas,
     model_views,
 )
-from tarn.controller.snapshot import InstanceView, Snapshot, TickEvents
+from tarn.controller.snapshot import InstanceView, Snapshot, TickEvents, placed
 from tarn.spec import yarn_checks_triton
 from tarn.stdlib.config import TarnConfig, cli_flag
 from tarn.stdlib.config.declaration import ScaleSignal
@@ -267,7 +267,7 @@ def plan_tick(
     registrations = {
         v.container_id: znode_data(v.record(policy.service)) for v in views if v.state == "READY"
     }
-    unplaced = seen.target - sum(1 for c in containers if c.yarn_state not in ENDED_AT_YARN)
+    unplaced = seen.target - placed(c.yarn_state for c in containers)
     since = owed_since(state.unplaced_since, unplaced, now)
     state = replace(
         state,
@@ -307,11 +307,6 @@ def plan_tick(
     )
 
 
-# Container states YARN's service AM leaves in a component's list after the container ended: its
-# instance waits for another (Hadoop 3.4 marks the old one FAILED or SUCCEEDED, it does not remove
-# it). Such an instance is owed a container (CI8: a relaunch request lost, the instance listed FAILED
-# for 10 minutes, nothing seen as owed).
-ENDED_AT_YARN = frozenset({"FAILED", "SUCCEEDED", "STOPPED"})
 # A container is placed within seconds where a node has room; past this, the operator must know.
 UNPLACED_GRACE_S = 120.0
 

@@ -20,7 +20,7 @@ from tarn.controller.fronts import FrontSample
 from tarn.controller.memory import Memory, ScalingEvent, encode
 from tarn.controller.observe import UNREPORTED, UNREPORTED_GRACE_S, Container, Scrape
 from tarn.controller.signals import Load, ModelCounters, TritonSample
-from tarn.controller.snapshot import Snapshot
+from tarn.controller.snapshot import Snapshot, placed
 from tarn.controller.tick import (
     MODELS_REFRESH_S,
     REASK_AFTER_S,
@@ -802,3 +802,5 @@ def test_an_instance_whose_container_yarn_lists_as_ended_is_owed_one() -> None:
     assert first.state.unplaced_since == NOW
     plan = plan_tick(first.state, seen, (), NOW + REASK_AFTER_S, POLICY)
     assert (plan.flex_through, plan.flex) == (3, 2)
+    # tarn_running_containers (and tarn_unplaced_containers from it) count the same way
+    assert placed(["READY", "FAILED", "SUCCEEDED", "STOPPED", "RUNNING_BUT_UNREADY"]) == 2

@@ -62,7 +62,7 @@ REQUEST_READ_S = 15.0
 # Connections at once (streams included; HAProxy's maxconn per server is usually well under it);
 # beyond, a 503 with Retry-After at once.
 MAX_CONNECTIONS = 1024
-LINGER_BYTES = 16 * 1024 * 1024  # what is read and dropped after a 413, for the client to read it
+LINGER_BYTES = 16 * 1024 * 1024  # dropped after an error answer (a 413's body) so the client reads it
 HEARTBEAT = chunk(b": keep-alive\n\n")  # a comment line: SSE clients skip it
 
 

@@ -98,8 +98,9 @@ def answer(
 async def linger(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seconds: float, limit: int
 ) -> None:
-    """After an answer sent before the request was read whole: the sending side closed, then what
-    the client still sends read and dropped (at most ``limit`` bytes, ``seconds``) until it closes.
+    """After an error answer (the request maybe not read whole: a 413, a 400): the sending side
+    closed, then what the client still sends read and dropped (at most ``limit`` bytes,
+    ``seconds``) until it closes.
     A connection closed with unread data is reset by the kernel, and the client, still sending (a
     5 MB body over the limit), sees a broken pipe instead of the answer (issue 48, row 14)."""
     with contextlib.suppress(ConnectionError, OSError, RuntimeError):
