@@ -1,8 +1,9 @@
 """The two files `tarn submit` ships to HDFS, built from the installed packages as zipapps.
 
-* ``tarn-launcher.pyz``: the ``tarn.stdlib`` package (the launcher in it) and ``tarn.errors``. It
-  runs in a stock Triton image, so it may import only the Python standard library (checked by a
-  unit test).
+* ``tarn-launcher.pyz``: the ``tarn.stdlib`` package (the launcher in it), ``tarn.errors`` and the
+  two pure-Python libraries of its listeners (h11 for HTTP/1.1, prometheus_client for /metrics). It
+  runs in a stock Triton image, so it may import only the Python standard library and what it
+  carries (checked by a unit test).
 * ``tarn.pyz``: the whole ``tarn`` package plus the pure-Python libraries the controller uses,
   copied from this environment, so the controller needs nothing installed on the node.
 """
@@ -29,11 +30,17 @@ CONTROLLER_LIBRARIES = (
     "prometheus_client",
 )
 
+# Pure-Python distributions the launcher's listeners (the OpenAI front) import; every one must be
+# installed (they are tarn's own dependencies), or the front would fail only on the node.
+LAUNCHER_LIBRARIES = ("h11", "prometheus_client")
+
 
 def launcher_zipapp() -> bytes:
     tarn_dir = _package_dir("tarn")
     files = [(tarn_dir / name, f"tarn/{name}") for name in ("__init__.py", "errors.py")]
     files += _tree(tarn_dir / "stdlib", "tarn/stdlib")
+    for library in LAUNCHER_LIBRARIES:
+        files += _tree(_package_dir(library), library)
     return _zipapp(files, main=_main("tarn.stdlib.launcher.main"))
 
 

@@ -1,4 +1,5 @@
-"""The zipapps `tarn submit` ships run where they land: the launcher with the standard library only."""
+"""The zipapps `tarn submit` ships run where they land: the launcher with the standard library and
+the libraries it carries only."""
 
 from __future__ import annotations
 
@@ -17,12 +18,27 @@ def run(pyz: Path, *args: str, isolated: bool) -> subprocess.CompletedProcess[st
     )
 
 
-def test_launcher_runs_with_the_standard_library_only(tmp_path: Path) -> None:
+def test_launcher_runs_with_nothing_installed(tmp_path: Path) -> None:
     pyz = tmp_path / "tarn-launcher.pyz"
     pyz.write_bytes(payload.launcher_zipapp())
     done = run(pyz, "--help", isolated=True)
     assert done.returncode == 0, done.stderr
     assert "--model-repository" in done.stdout
+
+
+def test_launcher_carries_the_libraries_of_its_listeners(tmp_path: Path) -> None:
+    pyz = tmp_path / "tarn-launcher.pyz"
+    pyz.write_bytes(payload.launcher_zipapp())
+    script = (
+        f"import sys; sys.path.insert(0, {str(pyz)!r})\n"
+        "import h11, prometheus_client\n"
+        "print(h11.__file__); print(prometheus_client.__file__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", script], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert all(line.startswith(str(pyz)) for line in done.stdout.splitlines())
 
 
 def test_launcher_fails_cleanly_on_a_missing_local_repository(tmp_path: Path) -> None:
