@@ -28,6 +28,7 @@ CONTROLLER_LIBRARIES = (
     "kazoo",
     "puresasl",  # kazoo's SASL; its GSSAPI is tarn.clients.zk_sasl's (ctypes), not the compiled kerberos
     "prometheus_client",
+    "h11",  # the activator's HTTP/1.1 (tarn.stdlib.http1)
 )
 
 # Pure-Python distributions the launcher's listeners (the OpenAI front) import; every one must be

@@ -1,5 +1,6 @@
 """The folder layout's rules, enforced: what the launcher zipapp ships imports the standard library
-only, and the controller does not import the life cycle or the zipapp builder."""
+and the libraries it carries only, and the controller does not import the life cycle or the zipapp
+builder."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 # What tarn-launcher.pyz ships: it runs in a stock Triton image, before anything is installed.
 STDLIB_ONLY = [SRC / "tarn" / "errors.py", *sorted((SRC / "tarn" / "stdlib").rglob("*.py"))]
 CONTROLLER = sorted((SRC / "tarn" / "controller").rglob("*.py"))
-SHIPPED = ("tarn.stdlib", "tarn.errors")
+SHIPPED = ("tarn.stdlib", "tarn.errors", *payload.LAUNCHER_LIBRARIES)
 FORBIDDEN_IN_CONTROLLER = ("tarn.payload", "tarn.service", "tarn.ansible_options")
 
 
@@ -49,7 +50,7 @@ def forbidden_in_controller(source: str) -> set[str]:
 
 
 @pytest.mark.parametrize("path", STDLIB_ONLY, ids=lambda p: str(p.relative_to(SRC)))
-def test_the_launcher_zipapp_imports_the_standard_library_only(path: Path) -> None:
+def test_the_launcher_zipapp_imports_the_standard_library_and_what_it_carries_only(path: Path) -> None:
     assert outside_the_standard_library(path.read_text()) == set()
 
 
@@ -63,8 +64,10 @@ def test_the_zipapp_ships_exactly_the_standard_library_part(tmp_path: Path) -> N
     import zipfile
 
     names = set(zipfile.ZipFile(io.BytesIO(payload.launcher_zipapp())).namelist()) - {"__main__.py"}
+    carried = {name for name in names if name.split("/")[0] in payload.LAUNCHER_LIBRARIES}
     shipped = {str(p.relative_to(SRC)) for p in STDLIB_ONLY} | {"tarn/__init__.py"}
-    assert names == shipped
+    assert names - carried == shipped
+    assert {name.split("/")[0] for name in carried} == set(payload.LAUNCHER_LIBRARIES)
 
 
 @pytest.mark.parametrize(
@@ -75,6 +78,7 @@ def test_the_zipapp_ships_exactly_the_standard_library_part(tmp_path: Path) -> N
         ("from tarn.clients.triton import Triton", {"tarn.clients.triton", "tarn.clients.triton.Triton"}),
         ("from tarn import service", {"tarn", "tarn.service"}),
         ("import json, urllib.request\nfrom tarn.stdlib.config import TarnConfig", set()),
+        ("import h11", set()),  # carried in the zipapp
     ],
 )
 def test_the_rule_catches_a_violation(source: str, found: set[str]) -> None:

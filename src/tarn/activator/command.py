@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -23,14 +24,16 @@ import requests
 
 from tarn.activator.demand import Report, Reporter, demand_path
 from tarn.activator.hold import Activator, Limits, metrics_text
-from tarn.activator.messages import BadRequest, answer, read_request
+from tarn.activator.messages import answer
 from tarn.errors import ConfigError
 from tarn.haproxy.command import SourceOptions, add_source_arguments, source_options, watcher_for
 from tarn.haproxy.sources import ZooKeeperSource
+from tarn.stdlib.http1 import Bounds, ClientError, read_request
 
 log = logging.getLogger("tarn.activator")
 DEFAULTS = Limits()
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+ADMIN_BOUNDS = Bounds(body_bytes=0, read_s=5.0)  # /metrics and /health: a scraper sends no body
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,19 +113,22 @@ async def serve(
 
     async def admin_handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            request = await read_request(reader, 0)
+            request = await read_request(reader, None, ADMIN_BOUNDS)
             if request is None:
                 return
-            path = request.target.split("?")[0]
-            if path == "/metrics":
+            if request.path == "/metrics":
                 text = metrics_text(activator, activator.ready_instances())
-                writer.write(answer(200, "OK", text.rstrip("\n"), {"Content-Type": PROMETHEUS_TEXT}))
-            elif path == "/health":
-                writer.write(answer(200, "OK", "ok"))
+                writer.write(answer(200, text.rstrip("\n"), content_type=PROMETHEUS_TEXT))
+            elif request.path == "/health":
+                writer.write(answer(200, "ok"))
             else:
-                writer.write(answer(404, "Not Found", "activator admin: /metrics or /health"))
+                writer.write(answer(404, "activator admin: /metrics or /health"))
             await writer.drain()
-        except (BadRequest, ConnectionError):
+        except ClientError as exc:
+            with contextlib.suppress(ConnectionError):
+                writer.write(answer(exc.status, f"activator admin: {exc}"))
+                await writer.drain()
+        except ConnectionError:
             pass
         finally:
             writer.close()

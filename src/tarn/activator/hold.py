@@ -26,6 +26,7 @@ OpenAI front takes as a cancel. One asyncio task per connection: thousands held 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import itertools
 import json
@@ -33,12 +34,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http import HTTPStatus
 
-from tarn.activator.messages import BadRequest, Request, TooLarge, answer, read_request, with_close
+from tarn.activator.messages import answer, forwarded, with_close
 from tarn.activator.route import Route, is_openai, route, too_busy, waited_too_long
 from tarn.haproxy.plan import Endpoint
 from tarn.haproxy.sources import Instances
+from tarn.stdlib.http1 import Bounds, ClientError, Request, linger, read_request
 from tarn.stdlib.openai.mapping import OpenAIError
 from tarn.stdlib.openai.server import client_gone
 
@@ -48,13 +49,19 @@ HOLD_BUCKETS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 120
 OUTCOMES = ("direct", "after_hold", "timeout", "overflow", "failed", "bad_request", "not_served", "gone")
 POLL_S = 0.05  # how often a held request looks for a ready instance
 SKIP_S = 1.0  # how long an instance that refused a connection is skipped
+LINGER_BYTES = 16 * 1024 * 1024  # read and dropped after a refusal, so the client reads it
 RELAY_BYTES = 64 * 1024  # the most passed on per read; a read returns whatever has arrived
 
 
 @dataclass(frozen=True)
 class Limits:
     max_held: int = 1024
-    max_held_bytes: int = 256 * 1024 * 1024
+    max_held_bytes: int = 256 * 1024 * 1024  # every request's body, held or being read (503 beyond)
+    max_body_bytes: int = 64 * 1024 * 1024  # one request's (413 beyond)
+    # A client has this long to send its whole request (408 after): half-sent requests must not
+    # pile up (issue 48, row 4); HAProxy sends a request it has whole at once.
+    read_s: float = 60.0
+    max_connections: int = 4096  # at once, held ones included (503 with Retry-After beyond)
     hold_timeout_s: float = 45.0  # below HAProxy's `timeout server`, so the 504 is the activator's
     retry_after_s: int = 5
     connect_timeout_s: float = 2.0
@@ -77,6 +84,18 @@ class Stats:
         for index, bound in enumerate(HOLD_BUCKETS):
             if seconds <= bound:
                 self.hold_buckets[index] += 1
+
+
+class RoomFull(Exception):
+    """The bodies held and being read would take more than ``max_held_bytes``."""
+
+
+async def _refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, refusal: bytes) -> None:
+    """An answer to a request not read whole, which the client can read (it may still be sending:
+    a connection closed with unread data is reset, and the client would see that, not the answer)."""
+    writer.write(refusal)
+    await writer.drain()
+    await linger(reader, writer, 1.0, LINGER_BYTES)
 
 
 class Tried(enum.Enum):
@@ -109,6 +128,8 @@ class Activator:
         self._tickets = itertools.count()
         self._turn = itertools.count()
         self._skipped: dict[Endpoint, float] = {}  # endpoint -> until
+        self._reading_bytes = 0  # bodies of requests being read
+        self.connections = 0  # open now
         self.stats = Stats()
 
     # ---- what /metrics and the demand reporter read
@@ -134,6 +155,13 @@ class Activator:
 
     # ---- one connection
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.connections >= self.limits.max_connections:
+            self.stats.outcomes["overflow"] += 1
+            with contextlib.suppress(ConnectionError):
+                await _refuse(reader, writer, self._busy(None, f"{self.connections} connections are open"))
+            writer.close()
+            return
+        self.connections += 1
         try:
             outcome = await self._exchange(reader, writer)
             self.stats.outcomes[outcome] += 1
@@ -141,17 +169,30 @@ class Activator:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away; nothing to answer
         finally:
+            self.connections -= 1
             writer.close()
 
     async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
+        taken = 0
+
+        def charge(size: int) -> None:  # the room is shared by every body held or being read
+            nonlocal taken
+            if self.held_bytes + self._reading_bytes + size > self.limits.max_held_bytes:
+                raise RoomFull(f"{self.limits.max_held_bytes} bytes of held requests")
+            self._reading_bytes += size
+            taken += size
+
         try:
-            request = await read_request(reader, self.limits.max_held_bytes - self.held_bytes)
-        except TooLarge as exc:
-            writer.write(self._busy(None, f"the activator's room for held requests is full ({exc})"))
+            bounds = Bounds(self.limits.max_body_bytes, self.limits.read_s)
+            request = await read_request(reader, writer, bounds, charge)
+        except RoomFull as exc:
+            await _refuse(reader, writer, self._busy(None, f"the room for held requests is full ({exc})"))
             return "overflow"
-        except BadRequest as exc:
-            writer.write(answer(400, "Bad Request", f"activator: {exc}"))
+        except ClientError as exc:
+            await _refuse(reader, writer, answer(exc.status, f"activator: {exc}"))
             return "bad_request"
+        finally:
+            self._reading_bytes -= taken
         if request is None:
             return "bad_request"
         # The request is read whole: from here the client's side ending means it went away.
@@ -206,7 +247,7 @@ class Activator:
                 writer.write(self._here(waited_too_long(limit), retry=True))
             else:
                 why = f"no Triton instance became ready within {limit:g} s"
-                writer.write(self._busy(None, why, 504, "Gateway Timeout"))
+                writer.write(self._busy(None, why, 504))
             return "timeout"
         finally:
             release()
@@ -214,19 +255,17 @@ class Activator:
     def _report(self) -> None:
         self._on_demand(self.held, self.oldest_s())
 
-    def _busy(
-        self, target: str | None, why: str, status: int = 503, reason: str = "Service Unavailable"
-    ) -> bytes:
+    def _busy(self, target: str | None, why: str, status: int = 503) -> bytes:
         if target is not None and is_openai(target):
             return self._here(too_busy(why), retry=True)
         retry = str(self.limits.retry_after_s)
-        return answer(status, reason, f"activator: {why}; retry later", {"Retry-After": retry})
+        return answer(status, f"activator: {why}; retry later", {"Retry-After": retry})
 
     def _here(self, error: OpenAIError, retry: bool = False) -> bytes:
         """An answer of the activator's own to an OpenAI client, in OpenAI's error shape."""
         extra = {"Retry-After": str(self.limits.retry_after_s)} if retry else {}
         body = json.dumps(error.body(), separators=(",", ":"))
-        return answer(error.status, HTTPStatus(error.status).phrase, body, extra, "application/json")
+        return answer(error.status, body, extra, "application/json")
 
     async def _try(
         self,
@@ -270,18 +309,18 @@ class Activator:
         gone.add_done_callback(cut)
         try:
             try:
-                upstream.write(request.encode())
+                upstream.write(forwarded(request))
                 await upstream.drain()
                 head = await asyncio.wait_for(upstream_reader.readuntil(b"\r\n\r\n"), limits.answer_timeout_s)
             except TimeoutError:
                 why = f"the instance did not answer within {limits.answer_timeout_s:g} s"
-                writer.write(answer(504, "Gateway Timeout", f"activator: {why}"))
+                writer.write(answer(504, f"activator: {why}"))
                 return Tried.FAILED
             except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
                 if gone.done():
                     return Tried.GONE
                 if isinstance(exc, asyncio.LimitOverrunError) or exc.partial:
-                    writer.write(answer(502, "Bad Gateway", "activator: the instance's answer broke off"))
+                    writer.write(answer(502, "activator: the instance's answer broke off"))
                     return Tried.FAILED
                 self._skip(endpoint, "closed without an answer")
                 return Tried.AGAIN

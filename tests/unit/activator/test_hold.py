@@ -200,6 +200,56 @@ def test_a_malformed_request_gets_400(running: Running) -> None:
         assert raw.recv(100).startswith(b"HTTP/1.1 400")
 
 
+def test_half_a_request_is_answered_408_within_the_read_bound() -> None:
+    # issue 48, row 4: the activator read a request for as long as its client took.
+    with (
+        run_activator(Limits(read_s=0.3)) as running,
+        socket.create_connection(("127.0.0.1", running.port)) as raw,
+    ):
+        raw.settimeout(5)
+        began = time.monotonic()
+        raw.sendall(b"POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
+        reply = raw.recv(65536)
+        assert time.monotonic() - began < 2
+    assert reply.startswith(b"HTTP/1.1 408 "), reply[:100]
+
+
+def test_a_body_over_the_bound_gets_a_413_the_client_can_read() -> None:
+    with run_activator(Limits(max_body_bytes=1 << 20)) as running:
+        status, _headers, body = running.call(b"x" * (5 * 1024 * 1024))
+    assert status == 413
+    assert b"over 1048576" in body
+
+
+def test_bodies_being_read_share_the_room_of_held_ones() -> None:
+    # issue 48, row 4: each slow upload could take up to the whole room (256 MiB) at once.
+    with run_activator(Limits(max_held_bytes=1000, read_s=5)) as running:
+        with socket.create_connection(("127.0.0.1", running.port), timeout=5) as slow:
+            slow.sendall(
+                b"POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 900\r\n\r\n" + b"x" * 600
+            )
+            assert eventually(lambda: running.activator._reading_bytes == 600)
+            status, _headers, body = running.call(b"y" * 600)
+        assert status == 503
+        assert b"room" in body
+        assert eventually(lambda: running.activator._reading_bytes == 0)
+
+
+def test_connections_beyond_the_bound_get_a_503_with_retry_after() -> None:
+    with run_activator(Limits(max_connections=2, retry_after_s=3)) as running:
+        held = [socket.create_connection(("127.0.0.1", running.port)) for _n in range(2)]
+        try:
+            for client in held:
+                client.sendall(b"POST /v2/models/m/infer HTTP/1.1\r\n")  # half a request each
+            assert eventually(lambda: running.activator.connections == 2)
+            status, headers, _body = running.call(b"{}")
+        finally:
+            for client in held:
+                client.close()
+        assert (status, headers["Retry-After"]) == (503, "3")
+        assert eventually(lambda: running.activator.connections == 0)
+
+
 def test_metrics_parse() -> None:
     activator = Activator(frozenset, lambda held, oldest: None)
     activator.stats.held_for(3.0)

@@ -22,26 +22,17 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
+from tarn.stdlib.http1 import MAX_HEAD, Bounds, ClientError, Request, answer, linger, read_request
 from tarn.stdlib.openai import mapping
 from tarn.stdlib.openai.counters import Counters, prometheus_text
 from tarn.stdlib.openai.mapping import Event, Generation, Identity, OpenAIError, StopScanner, Tally
 from tarn.stdlib.openai.wire import (
     LAST_CHUNK,
-    MAX_HEAD,
-    BadRequest,
     EventDecoder,
-    Request,
+    Exchange,
     ResponseHead,
-    TooLarge,
     UpstreamBroken,
-    answer,
-    body_pieces,
     chunk,
-    linger,
-    read_body,
-    read_request,
-    read_response_head,
-    request_bytes,
     stream_head,
 )
 
@@ -64,6 +55,8 @@ REQUEST_READ_S = 15.0
 MAX_CONNECTIONS = 1024
 LINGER_BYTES = 16 * 1024 * 1024  # dropped after an error answer (a 413's body) so the client reads it
 HEARTBEAT = chunk(b": keep-alive\n\n")  # a comment line: SSE clients skip it
+# The error codes of the 4xx answers to requests that could not be read (OpenAI's error.code).
+CLIENT_ERROR_CODES = {408: "request_timeout", 413: "request_too_large", 431: "request_header_too_large"}
 
 
 @dataclass(frozen=True)
@@ -204,14 +197,10 @@ class Front:
         reply = Reply(writer)
         try:
             try:
-                request = await asyncio.wait_for(read_request(reader, self.max_body, writer), self.read_s)
-            except asyncio.TimeoutError as exc:
-                message = f"Request not received whole within {self.read_s:g} s"
-                raise OpenAIError(408, message, code="request_timeout") from exc
-            except BadRequest as exc:
-                raise OpenAIError(400, f"Bad HTTP request: {exc}") from exc
-            except TooLarge as exc:
-                raise OpenAIError(413, f"Request too large: {exc}", code="request_too_large") from exc
+                request = await read_request(reader, writer, Bounds(self.max_body, self.read_s))
+            except ClientError as exc:
+                message = f"Bad HTTP request: {exc}"
+                raise OpenAIError(exc.status, message, code=CLIENT_ERROR_CODES.get(exc.status)) from exc
             if request is not None:
                 await self._route(request, reader, reply)
         except OpenAIError as exc:
@@ -263,7 +252,7 @@ class Front:
         self, generation: Generation, request: Request, reader: asyncio.StreamReader, reply: Reply
     ) -> None:
         """Runs the generation while watching the client; the first to end ends the other."""
-        user = request.headers.get(USER_HEADER, "").strip() or ANONYMOUS
+        user = request.header(USER_HEADER).strip() or ANONYMOUS
         work = asyncio.ensure_future(self._run(generation, user, reply))
         gone = asyncio.ensure_future(client_gone(reader))
         try:
@@ -288,19 +277,18 @@ class Front:
         try:
             path = f"/v2/models/{quote(model, safe='')}/generate_stream"
             body = json_bytes(mapping.triton_request(generation))
-            await _send_upstream(
-                upstream, request_bytes("POST", path, self.triton.address, body, "text/event-stream")
-            )
-            head = await self._triton_head(upstream_reader, generation, identity, reply)
+            exchange = Exchange("POST", path, self.triton.address, body, "text/event-stream")
+            await _send_upstream(upstream, exchange.request)
+            head = await self._triton_head(exchange, upstream_reader, generation, identity, reply)
             if head.status != 200:
-                error = mapping.triton_error(head.status, await read_body(upstream_reader, head), model)
+                error = mapping.triton_error(head.status, await exchange.body(upstream_reader), model)
                 if not reply.started:
                     raise error
                 await reply.send(sse_chunk(error.body()) + LAST_CHUNK)  # the stream was opened early
                 return
             accepted = True
             self.counters.has_model(model)
-            events = self._events(upstream_reader, head, tally, model, began)
+            events = self._events(exchange, upstream_reader, tally, model, began)
             if generation.stream:
                 outcome = await self._stream(generation, identity, events, tally, reply)
             else:
@@ -331,13 +319,18 @@ class Front:
                 self.counters.forget_stream(model)
 
     async def _triton_head(
-        self, reader: asyncio.StreamReader, generation: Generation, identity: Identity, reply: Reply
+        self,
+        exchange: Exchange,
+        reader: asyncio.StreamReader,
+        generation: Generation,
+        identity: Identity,
+        reply: Reply,
     ) -> ResponseHead:
         """Triton's response head. Triton sends a stream's head with its first event, so during a
         long prefill the client and the entries would see no byte at all: past ``heartbeat_s``
         without it, a streamed answer opens (200, and a chat's role chunk) and beats until it comes.
         A quick refusal (an unknown model, a bad input) still gets its own status."""
-        reading = asyncio.ensure_future(read_response_head(reader))
+        reading = asyncio.ensure_future(exchange.head(reader))
         try:
             done, _pending = await asyncio.wait({reading}, timeout=self.heartbeat_s)
             if not done and generation.stream:
@@ -353,8 +346,8 @@ class Front:
 
     async def _events(
         self,
+        exchange: Exchange,
         reader: asyncio.StreamReader,
-        head: ResponseHead,
         tally: Tally,
         model: str,
         began: float,
@@ -362,7 +355,7 @@ class Front:
         """Triton's events as they arrive, counted and timed."""
         decoder = EventDecoder()
         last: float | None = None
-        async for piece in body_pieces(reader, head):
+        async for piece in exchange.pieces(reader):
             for data in decoder.feed(piece):
                 event = mapping.parse_event(data)
                 if event.text:
@@ -460,9 +453,10 @@ class Front:
         """One JSON call to Triton: its status and its parsed body (None if not JSON)."""
         reader, writer = await self._connect()
         try:
-            await _send_upstream(writer, request_bytes(method, path, self.triton.address, body))
-            head = await asyncio.wait_for(read_response_head(reader), self.triton.lookup_timeout_s)
-            raw = await asyncio.wait_for(read_body(reader, head), self.triton.lookup_timeout_s)
+            exchange = Exchange(method, path, self.triton.address, body)
+            await _send_upstream(writer, exchange.request)
+            head = await asyncio.wait_for(exchange.head(reader), self.triton.lookup_timeout_s)
+            raw = await asyncio.wait_for(exchange.body(reader), self.triton.lookup_timeout_s)
         except (UpstreamBroken, asyncio.TimeoutError) as exc:
             raise OpenAIError(
                 503, f"Triton's answer to {path} failed: {exc!r}", kind="server_error", code="triton_broken"

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tarn import payload
 from tarn.stdlib.openai.__main__ import parse_args, triton_endpoint
 from tarn.stdlib.openai.server import Triton
 from tests.support.loopback import free_port
-
-SRC = Path(__file__).resolve().parents[4] / "src"
 
 
 @pytest.mark.parametrize(
@@ -55,14 +54,17 @@ def test_bad_flags(argv: list[str]) -> None:
         parse_args(argv)
 
 
-def test_the_front_runs_with_the_standard_library_only() -> None:
-    """-I -S: no site-packages; a front on a free port answers, /health and generations 503 while
-    no Triton listens; SIGTERM ends it with status 0."""
+def test_the_front_runs_from_the_launcher_zipapp_with_nothing_installed(tmp_path: Path) -> None:
+    """-I -S: no site-packages, only the launcher's zipapp (h11 and prometheus_client in it); a
+    front on a free port answers, /health and generations 503 while no Triton listens; SIGTERM
+    ends it with status 0."""
+    launcher = tmp_path / "tarn-launcher.pyz"
+    launcher.write_bytes(payload.launcher_zipapp())
     port, dead = free_port(), free_port()  # the front's, and one where no Triton listens
     front = subprocess.Popen(
         [sys.executable, "-I", "-S", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
          "from tarn.stdlib.openai.__main__ import main; sys.exit(main(sys.argv[2:]))",
-         str(SRC), "--port", str(port), "--triton-url", f"http://127.0.0.1:{dead}"],
+         str(launcher), "--port", str(port), "--triton-url", f"http://127.0.0.1:{dead}"],
         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": ""},
     )  # fmt: skip
     try:

@@ -1,5 +1,5 @@
-"""The OpenAI front's HTTP/1.1 and server-sent-event framing (tarn.stdlib.openai.wire), fed bytes
-through asyncio's own StreamReader."""
+"""The OpenAI front's streamed answers, its exchanges with Triton and server-sent-event decoding
+(tarn.stdlib.openai.wire), fed bytes through asyncio's own StreamReader. Requests: test_http1."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 import pytest
 
 from tarn.stdlib.openai import wire
-from tarn.stdlib.openai.wire import BadRequest, EventDecoder, ResponseHead, TooLarge, UpstreamBroken
+from tarn.stdlib.openai.wire import EventDecoder, ResponseHead, UpstreamBroken
 
 
 def reader_of(data: bytes, eof: bool = True) -> asyncio.StreamReader:
-    reader = asyncio.StreamReader(limit=wire.MAX_HEAD)
+    reader = asyncio.StreamReader()
     reader.feed_data(data)
     if eof:
         reader.feed_eof()
@@ -26,13 +26,6 @@ T = TypeVar("T")
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coroutine)
-
-
-def request_of(raw: bytes, max_body: int = 1024) -> wire.Request | None:
-    async def read() -> wire.Request | None:  # a StreamReader belongs to a running loop
-        return await wire.read_request(reader_of(raw), max_body)
-
-    return run(read())
 
 
 @pytest.mark.parametrize(
@@ -60,65 +53,7 @@ def test_the_event_decoder_takes_bytes_one_at_a_time() -> None:
     assert got == ['{"text_output":"é"}', "[2]"]
 
 
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        (
-            b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nX-TARN-User: alice\r\n\r\n{}",
-            ("POST", "/v1/completions", "alice", b"{}"),
-        ),
-        (b"GET /v1/models?limit=3 HTTP/1.1\r\n\r\n", ("GET", "/v1/models", None, b"")),
-    ],
-)
-def test_requests(raw: bytes, expected: tuple[str, str, str | None, bytes]) -> None:
-    request = request_of(raw)
-    assert request is not None
-    assert (request.method, request.path, request.headers.get("x-tarn-user"), request.body) == expected
-
-
-@pytest.mark.parametrize(
-    ("raw", "error"),
-    [
-        (b"BROKEN\r\n\r\n", BadRequest),
-        (b"GET / HTTP/1.1\r\nno colon\r\n\r\n", BadRequest),
-        (b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n", BadRequest),
-        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", BadRequest),
-        (b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nshort", BadRequest),
-        (b"POST / HTTP/1.1\r\nContent-Length: 2000\r\n\r\n", TooLarge),
-        (b"GET / HTTP/1.1\r\nHost:", BadRequest),
-    ],
-)
-def test_bad_requests(raw: bytes, error: type[Exception]) -> None:
-    with pytest.raises(error):
-        request_of(raw)
-
-
-def test_a_client_waiting_for_100_continue_is_told_to_go_on() -> None:
-    written: list[bytes] = []
-
-    class Writer:
-        def write(self, data: bytes) -> None:
-            written.append(data)
-
-    async def read() -> wire.Request | None:
-        raw = b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}"
-        return await wire.read_request(reader_of(raw), 1024, Writer())  # type: ignore[arg-type]
-
-    request = run(read())
-    assert request is not None
-    assert request.body == b"{}"
-    assert written == [b"HTTP/1.1 100 Continue\r\n\r\n"]
-
-
-def test_nothing_sent_is_no_request() -> None:
-    assert request_of(b"") is None
-
-
-def test_answers() -> None:
-    assert wire.answer(404, b"{}") == (
-        b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
-        b"Connection: close\r\n\r\n{}"
-    )
+def test_stream_framing() -> None:
     head = wire.stream_head()
     assert head.startswith(b"HTTP/1.1 200 OK\r\n")
     assert b"Content-Type: text/event-stream; charset=utf-8\r\n" in head
@@ -129,8 +64,9 @@ def test_answers() -> None:
 
 async def pieces_of(raw: bytes) -> tuple[ResponseHead, list[bytes]]:
     reader = reader_of(raw)
-    head = await wire.read_response_head(reader)
-    return head, [piece async for piece in wire.body_pieces(reader, head)]
+    exchange = wire.Exchange("GET", "/v2/health/ready", "127.0.0.1:8000", b"")
+    head = await exchange.head(reader)
+    return head, [piece async for piece in exchange.pieces(reader)]
 
 
 @pytest.mark.parametrize(
@@ -169,9 +105,9 @@ def test_upstream_answers_cut_short_are_broken(raw: bytes) -> None:
 
 
 def test_requests_to_triton() -> None:
-    data = wire.request_bytes(
+    data = wire.Exchange(
         "POST", "/v2/models/m/generate_stream", "127.0.0.1:8000", b"{}", "text/event-stream"
-    )
+    ).request
     assert data == (
         b"POST /v2/models/m/generate_stream HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nAccept: text/event-stream\r\n"
         b"Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
