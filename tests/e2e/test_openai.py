@@ -20,9 +20,11 @@ instance with fewer streams.
 from __future__ import annotations
 
 import html
+import json
 import math
 import os
 import re
+import socket
 import ssl
 import statistics
 import threading
@@ -38,6 +40,7 @@ import openai
 import pytest
 import requests
 from kazoo.client import KazooClient
+from prometheus_client.parser import text_string_to_metric_families
 
 from lab import lab_client
 from tarn.cli import instances_of
@@ -288,6 +291,106 @@ def test_chat_and_completions_streamed_and_not_and_the_counters_match(llm: Llm) 
         f" the dashboard {shown}"
     )
     assert shown == counted
+
+
+FORGED = "mallory-forged"  # an X-TARN-User a client sends; neither entry may let it be counted
+HOSTILE_NAMES = ("x" * 200, "no_such_model", "forged log line", FORGED)  # never a label value
+
+
+def hostile_json() -> list[tuple[str, bytes]]:
+    """Bodies a hostile client posts to /v1/completions (issue 48's rows), each the client's mistake."""
+    return [
+        ("a lone surrogate in the model's name (row 1)", b'{"model": "x\\ud800", "prompt": "x"}'),
+        (
+            "a 10,000-character model name (row 2)",
+            json.dumps({"model": "x" * 10_000, "prompt": "x"}).encode(),
+        ),
+        (
+            "a model Triton never served (row 2)",
+            json.dumps({"model": "no_such_model", "prompt": "x"}).encode(),
+        ),
+        (
+            "a 200,000-character stop string (row 9)",
+            json.dumps({"model": MODEL, "prompt": "x", "stop": "x" * 200_000}).encode(),
+        ),
+        ("100,000 [ (row 10)", b"[" * 100_000),
+        (
+            "a newline in the model's name (row 13)",
+            json.dumps({"model": "tiny_lm\nforged log line", "prompt": "x"}).encode(),
+        ),
+        ("a 5 MB body (row 14)", json.dumps({"model": MODEL, "prompt": "x" * 5_000_000}).encode()),
+        ("not JSON", b"{'model': "),
+    ]
+
+
+def raw_to_haproxy(data: bytes) -> bytes:
+    """What HAProxy's frontend answers to ``data`` sent as is (its status line and what follows)."""
+    host, port = FRONTEND.split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as client:
+        client.sendall(data)
+        received = b""
+        while piece := client.recv(65536):
+            received += piece
+        return received
+
+
+def test_hostile_requests_through_each_entry_get_a_4xx_and_leave_every_metrics_page_whole(llm: Llm) -> None:
+    """Issue 48, item 6 on the lab: a dozen hostile requests through HAProxy and Knox, each a 4xx;
+    the fronts' and the controller's /metrics then parse, with no label from client input; a
+    forged X-TARN-User is counted as the entry's user, not the client's; one normal stream after."""
+    [record] = llm.records()
+    knox = requests.Session()
+    knox.auth = ("alice", PASSWORDS["alice"])
+    knox.verify = str(CERT)
+    statuses: dict[str, tuple[int, int]] = {}
+    for what, body in hostile_json():
+        headers = {"Content-Type": "application/json"}
+        through_haproxy = requests.post(
+            f"http://{FRONTEND}/v1/completions", data=body, headers=headers, timeout=60
+        )
+        through_knox = knox.post(f"https://{KNOX}/v1/completions", data=body, headers=headers, timeout=60)
+        statuses[what] = (through_haproxy.status_code, through_knox.status_code)
+    for entry, path, method in (
+        ("an unknown path", "/v1/nope", "POST"),
+        ("GET on completions", "/v1/completions", "GET"),
+    ):
+        statuses[entry] = (
+            requests.request(method, f"http://{FRONTEND}{path}", data=b"{}", timeout=30).status_code,
+            knox.request(method, f"https://{KNOX}{path}", data=b"{}", timeout=30).status_code,
+        )
+    odd = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: \u00b2\r\nConnection: close\r\n\r\n"
+    # Knox's own client never sends such a length: HAProxy's answer only, twice
+    haproxy_says = int(raw_to_haproxy(odd.encode()).split(b" ")[1])
+    statuses["Content-Length: \u00b2 (row 10)"] = (haproxy_says, haproxy_says)
+    print(
+        "\nhostile requests (HAProxy, Knox): " + "; ".join(f"{w}: {h}, {k}" for w, (h, k) in statuses.items())
+    )
+    assert all(400 <= code < 500 for pair in statuses.values() for code in pair), statuses
+
+    # A forged user through each entry, with a request that succeeds: counted as the entry's user.
+    small = {"model": MODEL, "prompt": PROMPT, "max_tokens": 2}
+    forged = {"X-TARN-User": FORGED}
+    assert requests.post(f"http://{FRONTEND}/v1/completions", json=small, headers=forged, timeout=60).ok
+    assert knox.post(f"https://{KNOX}/v1/completions", json=small, headers=forged, timeout=60).ok
+    # The controller API, without its token, on 300 paths of the client's choosing.
+    for n in range(300):
+        assert requests.get(f"{llm.service.url}/hostile-{n}", timeout=10).status_code in (401, 403, 404)
+    controller = llm.service.get("/metrics")
+    front = requests.get(f"http://{record['ip']}:{record['openai_port']}/metrics", timeout=10)
+    for page in (controller, front):
+        assert page.status_code == 200
+        values = {
+            v for f in text_string_to_metric_families(page.text) for s in f.samples for v in s.labels.values()
+        }
+        assert not any(name in value for value in values for name in HOSTILE_NAMES), sorted(values)[:20]
+        assert not any(value.startswith("/hostile-") for value in values)
+    samples = [s for f in text_string_to_metric_families(front.text) for s in f.samples]
+    users = {s.labels["user"] for s in samples if "user" in s.labels}
+    assert users <= {HAPROXY_USER, "alice"}, users
+    assert "alice" in users  # Knox's request counted as its authenticated user
+
+    stream = api().completions.create(model=MODEL, prompt=PROMPT, max_tokens=5, stream=True)
+    assert "".join(c.choices[0].text for c in stream if c.choices)
 
 
 def dashboard_tokens(service: Service, user: str) -> tuple[float, float]:
