@@ -42,6 +42,8 @@ Secrets never appear in the spec, so never in the RM's REST output either:
   ``Artifacts.token_file``. The spec carries that *path*; YARN localizes the file into the
   controller's private container directory (application-visibility, owned by the service user,
   deleted with the application) and the controller reads it with ``--token-file tarn-token``.
+  With ``--openai-port`` the Triton containers get it the same way, for the OpenAI front
+  (``--front-token-file``: its /metrics, and the proof of Knox's users).
   The value is not in the launch command, the container environment or the RM's service JSON.
 * Ranger's plugin configuration (``--ranger-service``): ``tarn submit`` uploads the
   ``ranger-triton-*.xml`` files of ``--ranger-conf-dir`` beside the token (``Artifacts.ranger_conf``);
@@ -285,6 +287,8 @@ def _triton(config: TarnConfig, artifacts: Artifacts) -> JSON:
         files.append(_static(config.secrets, SECRETS_FILE))
     if artifacts.secrets_password_file is not None:
         files.append(_static(artifacts.secrets_password_file, SECRETS_PASSWORD_FILE))
+    if _front_has_token(config, artifacts):
+        files.append(_static(str(artifacts.token_file), TOKEN_FILE))
     component = _component(
         config,
         name=TRITON,
@@ -351,10 +355,18 @@ def _triton_command(config: TarnConfig, artifacts: Artifacts) -> str:
     args = [config.python, LAUNCHER_FILE, *config_to_argv(launcher, only=_LAUNCHER_FLAGS)]
     if artifacts.secrets_password_file is not None:
         args += ["--secrets-password-file", SECRETS_PASSWORD_FILE]
+    if _front_has_token(config, artifacts):
+        args += ["--front-token-file", TOKEN_FILE]
     command = _exec(args)
     if config.port_stride:  # ${COMPONENT_ID} must reach the AM unquoted, to be substituted
         command += f" --port-stride {config.port_stride} --instance-id {INSTANCE_ID}"
     return command
+
+
+def _front_has_token(config: TarnConfig, artifacts: Artifacts) -> bool:
+    """The OpenAI front gets the API token: its /metrics needs it, and Knox proves its users with it
+    (tarn.stdlib.openai.trust). The token file is the service user's, like the container."""
+    return config.openai_port is not None and artifacts.token_file is not None
 
 
 _LAUNCHER_FLAGS = tuple(name for name in LAUNCHER_OPTIONS if name != "port_stride")

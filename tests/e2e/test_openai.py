@@ -135,7 +135,8 @@ def front_metric(record: dict[str, Any], name: str, **labels: str) -> float:
 
 def scraped(record: dict[str, Any], port: str, name: str, labels: dict[str, str]) -> float:
     """``name`` summed over its samples with ``labels``, from the instance's ``port``'s /metrics."""
-    text = requests.get(f"http://{record['ip']}:{record[port]}/metrics", timeout=5).text
+    token = {"X-TARN-Token": LAB_TOKEN.read_text().strip()}  # the fronts' /metrics need it; Triton ignores it
+    text = requests.get(f"http://{record['ip']}:{record[port]}/metrics", headers=token, timeout=5).text
     wanted = [f'{key}="{value}"' for key, value in labels.items()]
     total = 0.0
     for line in text.splitlines():
@@ -372,11 +373,15 @@ def test_hostile_requests_through_each_entry_get_a_4xx_and_leave_every_metrics_p
     forged = {"X-TARN-User": FORGED}
     assert requests.post(f"http://{FRONTEND}/v1/completions", json=small, headers=forged, timeout=60).ok
     assert knox.post(f"https://{KNOX}/v1/completions", json=small, headers=forged, timeout=60).ok
+    front_url = f"http://{record['ip']}:{record['openai_port']}"
+    direct = {**forged, "X-TARN-User-Proof": "v1:1:0"}  # a client that reaches the front's port (row 3)
+    assert requests.post(f"{front_url}/v1/completions", json=small, headers=direct, timeout=60).ok
+    assert requests.get(f"{front_url}/metrics", timeout=10).status_code == 401  # every user's usage
     # The controller API, without its token, on 300 paths of the client's choosing.
     for n in range(300):
         assert requests.get(f"{llm.service.url}/hostile-{n}", timeout=10).status_code in (401, 403, 404)
     controller = llm.service.get("/metrics")
-    front = requests.get(f"http://{record['ip']}:{record['openai_port']}/metrics", timeout=10)
+    front = requests.get(f"{front_url}/metrics", headers={"X-TARN-Token": llm.service.token}, timeout=10)
     for page in (controller, front):
         assert page.status_code == 200
         values = {

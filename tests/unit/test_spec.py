@@ -489,3 +489,23 @@ def test_read_back_needs_the_settings() -> None:
 )
 def test_a_container_is_reached_on_its_nodemanagers_host(container: dict[str, str], host: str) -> None:
     assert container_host(container) == host
+
+
+@pytest.mark.parametrize(
+    ("extra", "artifacts", "gets_it"),
+    [
+        (("--openai-port", "9000"), ARTIFACTS, True),
+        ((), ARTIFACTS, False),  # no front: Triton's containers never see the token
+        (("--openai-port", "9000"), NO_TOKEN, False),
+    ],
+)
+def test_the_openai_front_gets_the_token_by_path(
+    extra: tuple[str, ...], artifacts: Artifacts, gets_it: bool
+) -> None:
+    """The front's /metrics needs the token and Knox's users are proven with it (issue 48, item 4)."""
+    token = ("--token", TOKEN) if artifacts.token_file else ()
+    triton = component(spec_of(*extra, *token, artifacts=artifacts), TRITON)
+    localized = {"type": "STATIC", "src_file": ARTIFACTS.token_file, "dest_file": TOKEN_FILE}
+    assert (localized in triton["configuration"]["files"]) is gets_it
+    assert ("--front-token-file tarn-token" in triton["launch_command"]) is gets_it
+    assert TOKEN not in json.dumps(triton)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 
 # What a request without an answer raises (refused, timed out, reset, not HTTP).
 NO_ANSWER = (OSError, http.client.HTTPException)
@@ -29,17 +30,23 @@ class PooledHttp:
         self._lock = threading.Lock()
 
     def request(
-        self, method: str, host: str, port: int, path: str, body: bytes | None = None
+        self,
+        method: str,
+        host: str,
+        port: int,
+        path: str,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> tuple[int, bytes]:
         """Status and body; one of NO_ANSWER when there is none."""
         key = (host, port)
         connection = self._take(key)
         if connection is not None:
             try:
-                return self._exchange(key, connection, method, path, body)
+                return self._exchange(key, connection, method, path, body, headers)
             except _STALE:
                 pass  # closed by the server while idle: once more, on a new connection
-        return self._exchange(key, self._connect(host, port), method, path, body)
+        return self._exchange(key, self._connect(host, port), method, path, body, headers)
 
     def close(self) -> None:
         with self._lock:
@@ -55,10 +62,11 @@ class PooledHttp:
         method: str,
         path: str,
         body: bytes | None,
+        headers: Mapping[str, str] | None,
     ) -> tuple[int, bytes]:
         try:
-            headers = {"Content-Type": "application/json"} if body is not None else {}
-            connection.request(method, path, body=body, headers=headers)
+            sent = {"Content-Type": "application/json"} if body is not None else {}
+            connection.request(method, path, body=body, headers={**sent, **(headers or {})})
             reply = connection.getresponse()
             data = reply.read()
         except BaseException:

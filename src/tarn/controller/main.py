@@ -65,7 +65,8 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
         log.info("ZooKeeper %s: registering under %s", config.zk_ensemble, config.zk_path)
     else:
         log.warning("no --zk-ensemble: instances are listed by /instances only")
-    scraper = Scraper(timeout=min(1.0, config.tick_seconds / 2))
+    token = read_token(config.token, config.token_file)
+    scraper = Scraper(timeout=min(1.0, config.tick_seconds / 2), token=token)
     application = application_of_container(environ.get("CONTAINER_ID", ""))  # YARN sets it
     log.info("YARN application: %s", application or "unknown (not in a YARN container)")
     controller = ControlLoop(config, rm, registry, scraper, application=application)
@@ -75,7 +76,7 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     hdfs_auth = webhdfs_auth(identity, user)
     audit = None if ranger is None or not ranger.audit.on else start_audit(ranger, hdfs_auth, environ)
     authorizer = None if refresher is None else Authorizer(lambda: refresher.state, audit=audit)
-    api = Api(controller, read_token(config.token, config.token_file), authorizer)
+    api = Api(controller, token, authorizer)
     if api.token is None:
         log.warning("no --token: the API answers anyone who can reach it")
     server = serve(api, config.address, config.am_port)

@@ -21,6 +21,7 @@ from tarn.controller.memory import application_of
 from tarn.controller.signals import TritonSample, parse_triton_metrics
 from tarn.errors import TarnError
 from tarn.spec import TRITON, component_of, container_host, instance_number
+from tarn.stdlib.api_token import TOKEN_HEADER, Secret
 from tarn.stdlib.config import TarnConfig
 
 JSON = dict[str, Any]
@@ -175,7 +176,11 @@ class Scraper:
     """Concurrent readiness + metrics (+ repository index when asked) of many instances."""
 
     def __init__(
-        self, workers: int = 32, timeout: float = 1.0, clock: Callable[[], float] = time.monotonic
+        self,
+        workers: int = 32,
+        timeout: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        token: Secret | None = None,
     ) -> None:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scrape")
         # Straight to the instances (no proxy), on kept-alive connections, without requests'
@@ -184,6 +189,8 @@ class Scraper:
         self._timeout = timeout
         self._clock = clock
         self._confirmed: set[str] = set()  # containers whose port is their own Triton's
+        # The OpenAI fronts' /metrics need the service's token (every user's usage is on it).
+        self._front_headers = {} if token is None else {TOKEN_HEADER: token.reveal()}
 
     def scrape_all(self, containers: list[Container], want_models: set[str]) -> dict[str, Scrape]:
         """Scrape every container; ``want_models``: container ids whose model list to read."""
@@ -213,7 +220,9 @@ class Scraper:
         if container.openai_port is None:
             return None
         try:
-            status, text = self._http.request("GET", container.ip, container.openai_port, METRICS_PATH)
+            status, text = self._http.request(
+                "GET", container.ip, container.openai_port, METRICS_PATH, headers=self._front_headers
+            )
             return parse_front_metrics(text.decode()) if status == 200 else None
         except (*NO_ANSWER, ValueError):
             return None

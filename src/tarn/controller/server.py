@@ -43,7 +43,7 @@ from tarn.controller.metrics import metrics_registry, render
 from tarn.controller.publication import Controller
 from tarn.controller.snapshot import Snapshot
 from tarn.ranger.authorizer import ACCESS_TYPES, Authorizer
-from tarn.stdlib.api_token import Secret
+from tarn.stdlib.api_token import TOKEN_HEADER, Secret, presented
 
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -77,12 +77,9 @@ def token_matches(expected: Secret | None, given: str | None) -> bool:
 
 
 def presented_token(headers: Any, query: dict[str, str], path: str) -> str | None:
-    header = headers.get("X-TARN-Token")
-    if header:
-        return str(header)
-    scheme, sep, credentials = str(headers.get("Authorization", "")).partition(" ")
-    if sep and scheme.lower() == "bearer":
-        return credentials.strip()
+    header = presented(headers.get(TOKEN_HEADER), headers.get("Authorization"))
+    if header is not None:
+        return header
     if path in QUERY_TOKEN_PATHS:
         return query.get("token")
     return None
@@ -206,6 +203,17 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
         server_version = "tarn-controller"
         sys_version = ""
         timeout = IDLE_TIMEOUT_S  # a client that sends half a request must not hold a thread forever
+        _version = "HTTP/1.0"
+
+        @property
+        def request_version(self) -> str:
+            return self._version
+
+        @request_version.setter
+        def request_version(self, version: str) -> None:
+            # HTTP/0.9's answers ("GET /x", "GET /x HTTP/0.9") have no status line and no headers,
+            # the security ones neither: every answer is HTTP/1.0's at least (issue 48, item 6).
+            self._version = "HTTP/1.0" if version == "HTTP/0.9" else version
 
         def do_GET(self) -> None:
             self._dispatch("GET")
@@ -223,7 +231,11 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
             raise AttributeError(name)
 
         def _dispatch(self, method: str) -> None:
-            url = urlsplit(self.path)
+            try:
+                url = urlsplit(self.path)
+            except ValueError:  # "http://[::1/x": a bracket left open (issue 48, item 6)
+                self._send(400, "application/json", b'{"error": "malformed request target"}', UNKNOWN_PATH)
+                return
             path = url.path.rstrip("/") or "/"
             label = "/instances/drain" if path.startswith("/instances/") else path
             try:

@@ -36,6 +36,19 @@ class Secret:
         return hash((Secret, self._value))
 
 
+TOKEN_HEADER = "X-TARN-Token"  # noqa: S105 - a header name, not a token
+
+
+def presented(token_header: str | None, authorization: str | None) -> str | None:
+    """The token a request presents in its headers: ``X-TARN-Token``, else a Bearer credential."""
+    if token_header:
+        return token_header
+    scheme, sep, credentials = (authorization or "").partition(" ")
+    if sep and scheme.lower() == "bearer":
+        return credentials.strip()
+    return None
+
+
 def well_formed(value: str) -> bool:
     """A token is printable ASCII without spaces: it goes in a header, and is never echoed."""
     return all("!" <= char <= "~" for char in value)

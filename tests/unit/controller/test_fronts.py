@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tarn.controller.fronts import FrontSample, Series, front_deltas, parse_front_metrics, streams_by_model
 from tarn.controller.metrics import metrics_registry, render
 from tarn.controller.observe import Container, Scraper
+from tarn.stdlib.api_token import Secret
 from tarn.stdlib.openai.counters import Counters, prometheus_text
 from tests.support.controller import FrontScraper, Lab, make
 
@@ -159,14 +160,18 @@ def test_without_fronts_the_families_are_empty() -> None:
 # ---- the scraper over HTTP
 
 
+FRONT_TOKEN = Secret("the-services-token")
+
+
 class TritonStandIn(BaseHTTPRequestHandler):
     """Ready, with empty metadata and metrics."""
 
     protocol_version = "HTTP/1.1"
     body = b""
+    token: str | None = None  # the X-TARN-Token it needs, if any
 
     def do_GET(self) -> None:
-        self.send_response(200)
+        self.send_response(200 if self.token in (None, self.headers.get("X-TARN-Token")) else 401)
         self.send_header("Content-Length", str(len(self.body)))
         self.end_headers()
         self.wfile.write(self.body)
@@ -176,7 +181,9 @@ class TritonStandIn(BaseHTTPRequestHandler):
 
 
 class FrontStandIn(TritonStandIn):
-    """A front's /metrics."""
+    """A front's /metrics, which needs the service's token (issue 48, item 4)."""
+
+    token = FRONT_TOKEN.reveal()
 
     body = prometheus_text(
         counted(("alice", "tiny_lm", "completed", 7, 20), streaming={"tiny_lm": 1})
@@ -193,9 +200,9 @@ def ports() -> Iterator[tuple[int, int]]:
         server.shutdown()
 
 
-def test_the_scraper_reads_the_front_beside_triton(ports: tuple[int, int]) -> None:
+def test_the_scraper_reads_the_front_beside_triton_with_the_token(ports: tuple[int, int]) -> None:
     triton, front = ports
-    scraper = Scraper(timeout=2.0)
+    scraper = Scraper(timeout=2.0, token=FRONT_TOKEN)
     try:
         with_front = Container("triton-0", "c0", "w", "127.0.0.1", "RUNNING", triton, triton, triton, front)
         without = replace(with_front, container_id="c1", openai_port=None)
@@ -209,6 +216,11 @@ def test_the_scraper_reads_the_front_beside_triton(ports: tuple[int, int]) -> No
     assert scrapes["c0"].front.streams == {"tiny_lm": 1}
     assert (scrapes["c1"].ready, scrapes["c1"].front) == (True, None)
     assert (scrapes["c2"].ready, scrapes["c2"].front) == (True, None)  # Triton still counts as ready
+    tokenless = Scraper(timeout=2.0)
+    try:
+        assert tokenless.scrape_all([with_front], set())["c0"].front is None  # the front's 401
+    finally:
+        tokenless.close()
 
 
 def test_the_counters_an_api_thread_reads_are_not_changed_by_the_next_publish() -> None:

@@ -55,6 +55,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="tarn-launcher", description="stage models, then run tritonserver")
     add_config_arguments(parser, only=LAUNCHER_OPTIONS)
     parser.add_argument("--secrets-password-file", help="file holding the keystore password")
+    parser.add_argument(
+        "--front-token-file",
+        help="the service's API token, for the OpenAI front (its /metrics, the user's proof)",
+    )
     parser.add_argument("--instance-id", type=int, default=0)
     parser.add_argument("--webhdfs-url", help="NameNode HTTP URL (default: from $HADOOP_CONF_DIR)")
     parser.add_argument("--tritonserver", default="tritonserver")
@@ -110,6 +114,7 @@ def front_command(args: argparse.Namespace, python: str) -> list[str] | None:
         f"--port={port}",
         f"--host={args.address}",
         f"--triton-url={local_url(args.address, http)}",
+        *([f"--token-file={args.front_token_file}"] if args.front_token_file else []),
     ]
 
 

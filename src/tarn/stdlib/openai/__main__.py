@@ -11,6 +11,8 @@ import sys
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+from tarn.errors import ConfigError
+from tarn.stdlib.api_token import read_token
 from tarn.stdlib.openai.server import MAX_BODY, Front, Triton, serve
 
 
@@ -42,6 +44,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument(
         "--max-body-mb", type=int, default=MAX_BODY // 2**20, help="largest request body (MiB)"
     )
+    parser.add_argument(
+        "--token-file",
+        help="the service's API token: /metrics needs it, and Knox's X-TARN-User-Proof is checked with it"
+        " (without it: /metrics is open and every request counts as anonymous)",
+    )
     args = parser.parse_args(argv)
     if not 0 <= args.port < 65536:
         parser.error(f"--port: {args.port} is not a port")
@@ -59,7 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="tarn openai: %(asctime)s %(levelname)s %(message)s"
     )
-    front = Front(args.triton, max_body=args.max_body_mb * 2**20)
+    try:
+        token = read_token(None, args.token_file)
+    except (ConfigError, OSError) as exc:
+        print(f"tarn openai: {exc}", file=sys.stderr)
+        return 2
+    front = Front(args.triton, max_body=args.max_body_mb * 2**20, token=token)
 
     async def run() -> None:
         stop = asyncio.Event()

@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
+from tarn.stdlib.api_token import TOKEN_HEADER, Secret, presented
 from tarn.stdlib.http1 import MAX_HEAD, Bounds, ClientError, Request, answer, linger, read_request
 from tarn.stdlib.openai import mapping
 from tarn.stdlib.openai.counters import Counters, prometheus_text
 from tarn.stdlib.openai.mapping import Event, Generation, Identity, OpenAIError, StopScanner, Tally
+from tarn.stdlib.openai.trust import PROOF_HEADER, USER_HEADER, counted_user
 from tarn.stdlib.openai.wire import (
     LAST_CHUNK,
     EventDecoder,
@@ -37,8 +39,6 @@ from tarn.stdlib.openai.wire import (
 )
 
 log = logging.getLogger("tarn.openai")
-USER_HEADER = "x-tarn-user"  # set by the entry (HAProxy, Knox) to the authenticated user
-ANONYMOUS = "anonymous"
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 MAX_BODY = 4 * 1024 * 1024
 # A streamed answer silent this long (a long prefill, a reasoning model thinking) gets an SSE
@@ -174,6 +174,9 @@ class Front:
     heartbeat_s: float = HEARTBEAT_S  # a stream's silence before an SSE comment is sent
     read_s: float = REQUEST_READ_S
     max_connections: int = MAX_CONNECTIONS
+    # The service's API token: /metrics needs it, and it keys the proof of X-TARN-User (trust.py).
+    # None: /metrics is open and every request counts as anonymous.
+    token: Secret | None = None
     connections: int = field(default=0, init=False)  # open now
 
     def __post_init__(self) -> None:
@@ -240,6 +243,7 @@ class Front:
             await reply.send(answer(200, json_bytes(mapping.model_entry(model, self.started_at))))
         elif path == "/metrics":
             _only(request, "GET")
+            self._check_token(request)
             await reply.send(answer(200, prometheus_text(self.counters).encode(), PROMETHEUS_TEXT))
         elif path == "/health":
             _only(request, "GET")
@@ -247,12 +251,24 @@ class Front:
         else:
             raise OpenAIError(404, f"Unknown request URL: {request.method} {path}", code="unknown_url")
 
+    def _check_token(self, request: Request) -> None:
+        """/metrics shows every user's usage: only to whoever holds the service's token."""
+        given = presented(
+            request.header(TOKEN_HEADER.lower()) or None, request.header("authorization") or None
+        )
+        if self.token is not None and (given is None or not self.token.matches(given)):
+            raise OpenAIError(
+                401, f"/metrics needs the service's token ({TOKEN_HEADER} or Bearer)", code="unauthorized"
+            )
+
     # ---- a generation
     async def _generate(
         self, generation: Generation, request: Request, reader: asyncio.StreamReader, reply: Reply
     ) -> None:
         """Runs the generation while watching the client; the first to end ends the other."""
-        user = request.header(USER_HEADER).strip() or ANONYMOUS
+        user = counted_user(
+            request.header(USER_HEADER), request.header(PROOF_HEADER), self.token, self.wall()
+        )
         work = asyncio.ensure_future(self._run(generation, user, reply))
         gone = asyncio.ensure_future(client_gone(reader))
         try:

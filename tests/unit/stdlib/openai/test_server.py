@@ -22,7 +22,17 @@ import openai
 import pytest
 
 import tarn.stdlib.openai.counters as counters_module
+from tarn.stdlib.api_token import Secret
 from tarn.stdlib.openai.server import Front, Triton
+from tarn.stdlib.openai.trust import proof
+
+TOKEN = Secret("the-services-token")  # the front's --token-file, as the controller's
+
+
+def as_user(name: str) -> dict[str, str]:
+    """The headers Knox sends for its user ``name``: the name and its proof (tarn.stdlib.openai.trust)."""
+    return {"X-TARN-User": name, "X-TARN-User-Proof": proof(TOKEN, int(time.time()), name)}
+
 
 TEXT_MODELS = ("tiny", "plain", "endless", "failing", "dying", "rejecting", "stop")
 STOP_TOKENS = (" one", " two", " ST", "OP", " three")
@@ -160,6 +170,8 @@ class Running:
     ) -> tuple[int, dict[str, str], Any]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         body = payload if isinstance(payload, bytes) or payload is None else json.dumps(payload).encode()
+        if path == "/metrics" and headers is None:  # as the controller scrapes it
+            headers = {"X-TARN-Token": TOKEN.reveal()}
         conn.request(method, path, body=body, headers=headers or {})
         reply = conn.getresponse()
         raw = reply.read()
@@ -205,6 +217,7 @@ def run_front(max_body: int = 1 << 20, triton_port: int | None = None, **options
     standin = StandIn()
     standin_server = loop.run_until_complete(asyncio.start_server(standin.handle, "127.0.0.1", 0))
     port = triton_port or standin_server.sockets[0].getsockname()[1]
+    options.setdefault("token", TOKEN)
     front = Front(
         Triton("127.0.0.1", port, connect_timeout_s=1), max_body=max_body, new_id=lambda: "1", **options
     )
@@ -277,7 +290,7 @@ def test_one_model(running: Running, model: str, status: int) -> None:
 # ---- answers gathered
 def test_a_chat_without_stream(running: Running) -> None:
     status, headers, body = running.call(
-        "POST", "/v1/chat/completions", chat("tiny", max_tokens=3, temperature=0.5), {"X-TARN-User": "alice"}
+        "POST", "/v1/chat/completions", chat("tiny", max_tokens=3, temperature=0.5), as_user("alice")
     )
     assert status == 200
     assert headers["Content-Type"] == "application/json"
@@ -592,7 +605,7 @@ def test_users_beyond_the_cap_are_counted_together(running: Running, monkeypatch
     # issue 48, item 3: every X-TARN-User a client sends was a label of its own.
     monkeypatch.setattr(counters_module, "MAX_USERS", 2)
     for user in ("ann", "bob", "cy", "dee"):
-        running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, {"X-TARN-User": user})
+        running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, as_user(user))
     assert eventually(lambda: sum(running.front.counters.requests.values()) == 4)
     users = {user for user, _model, _outcome in running.front.counters.requests}
     assert users == {"ann", "bob", "other"}
@@ -685,7 +698,7 @@ def test_triton_unreachable_is_a_503() -> None:
 
 # ---- what operators read
 def test_metrics_and_health(running: Running) -> None:
-    running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, {"X-TARN-User": "bob"})
+    running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, as_user("bob"))
     running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, {"X-TARN-User": "  "})
     assert eventually(lambda: sum(running.front.counters.requests.values()) == 2)
     status, headers, text = running.call("GET", "/metrics")
@@ -704,3 +717,41 @@ def test_health_follows_tritons_readiness(running: Running) -> None:
     assert running.call("GET", "/health")[:1] == (503,)
     running.standin.ready = True
     assert running.call("GET", "/health")[:1] == (200,)
+
+
+def test_a_user_named_without_knoxs_proof_counts_as_anonymous(running: Running) -> None:
+    # issue 48, row 3: a client that reaches the front's port sending X-TARN-User: alice was alice.
+    payload = {"model": "tiny", "prompt": "x"}
+    running.call("POST", "/v1/completions", payload, {"X-TARN-User": "alice"})
+    running.call("POST", "/v1/completions", payload, {"X-TARN-User": "alice", "X-TARN-User-Proof": "v1:1:00"})
+    running.call("POST", "/v1/completions", payload, as_user("bob"))
+    assert eventually(lambda: sum(running.front.counters.requests.values()) == 3)
+    _status, _headers, text = running.call("GET", "/metrics")
+    assert 'user="anonymous"' in text
+    assert 'user="bob"' in text
+    assert 'user="alice"' not in text
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({}, 401),
+        ({"X-TARN-Token": "wrong"}, 401),
+        ({"Authorization": "Bearer wrong"}, 401),
+        ({"X-TARN-Token": TOKEN.reveal()}, 200),
+        ({"Authorization": f"Bearer {TOKEN.reveal()}"}, 200),
+    ],
+)
+def test_metrics_need_the_services_token(running: Running, headers: dict[str, str], status: int) -> None:
+    # issue 48, row 3: the front's /metrics showed every user's usage to anyone.
+    assert running.call("GET", "/metrics", headers=headers)[0] == status
+
+
+def test_a_front_without_the_token_counts_everyone_as_anonymous() -> None:
+    with run_front(token=None) as running:
+        running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, as_user("bob"))
+        assert eventually(lambda: sum(running.front.counters.requests.values()) == 1)
+        status, _headers, text = running.call("GET", "/metrics", headers={})
+    assert status == 200
+    assert 'user="anonymous"' in text
+    assert 'user="bob"' not in text
