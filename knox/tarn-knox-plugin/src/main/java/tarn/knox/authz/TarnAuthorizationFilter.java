@@ -11,6 +11,7 @@ import org.apache.knox.gateway.services.security.AliasService;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tarn.knox.Servlets;
+import tarn.knox.UserProof;
 import tarn.knox.Users;
 
 import javax.servlet.Filter;
@@ -35,6 +36,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.attribute.FileTime;
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -65,6 +67,11 @@ import java.util.function.Supplier;
  *   <li>{@code tarn.session.drop}: end, when the request ends, the HTTP session Knox opened for it
  *       if the client sent no session cookie (default true; false keeps Knox's behaviour)</li>
  * </ul>
+ *
+ * <p>The API token also proves to the OpenAI fronts the user Knox names in {@code X-TARN-User}: a
+ * request passed on for TRITON-OPENAI carries a {@link UserProof} reading the same token, with
+ * which the dispatch signs that user ({@code X-TARN-User-Proof}); a front believes the name only
+ * with it (anyone who reaches a front's port can send a name).
  *
  * <p>Why the session drop: Knox's Shiro identity adapter opens an HTTP session on every request
  * (it keeps the user's groups there). Inference clients (tritonclient, curl, wrk) keep no cookie,
@@ -103,6 +110,7 @@ public class TarnAuthorizationFilter implements Filter {
   private boolean decides;
   private boolean openai;
   private AuditLine audit = (model, action, allowed) -> { };
+  private UserProof proofs;
   private boolean dropNewSessions = true;
   private String misconfigured;
 
@@ -139,8 +147,10 @@ public class TarnAuthorizationFilter implements Filter {
       long ttl = Long.parseLong(param(config, TTL_PARAM, "5000"));
       long stale = Long.parseLong(param(config, STALE_PARAM, "900000"));
       long timeout = Long.parseLong(param(config, TIMEOUT_PARAM, "3000"));
-      authorizer = new TarnAuthorizer(urls, tokenSource(config), ttl, stale, timeout);
+      Supplier<String> token = tokenSource(config);
+      authorizer = new TarnAuthorizer(urls, token, ttl, stale, timeout);
       if (openai) {
+        proofs = new UserProof(token, Clock.systemUTC());
         audit = knoxAudit();
       }
       LOG.info("TarnAuthz for {}: /authorize at {}, answers cached {} ms, reused {} ms more while no controller answers",
@@ -340,6 +350,7 @@ public class TarnAuthorizationFilter implements Filter {
       throw new OpenAIBodies.Refusal(HttpServletResponse.SC_FORBIDDEN, "No authenticated user",
           "permission_denied", "no_user");
     }
+    proofs.hold(req); // the dispatch proves the user to the front with the token (if passed on)
     if (what.kind == TritonRequest.Kind.MODEL_LIST) {
       listModels(user, req, res, chain);
       return;

@@ -3,6 +3,7 @@ package tarn.knox.dispatch;
 import org.apache.http.HttpEntity;
 import org.apache.http.HttpResponse;
 import org.apache.http.client.methods.HttpUriRequest;
+import tarn.knox.UserProof;
 
 import javax.servlet.http.HttpServletResponse;
 import java.io.Closeable;
@@ -12,12 +13,12 @@ import java.io.OutputStream;
 import java.util.Locale;
 
 /**
- * What the OpenAI dispatches do beside Knox's: name the user to the front, and relay its answer
- * as it comes. A generation streams server-sent events for minutes: each piece read from the
- * front is written and flushed to the client at once (Knox's own copy leaves it in the servlet
- * container's buffer until 32 KiB have gathered), and when the client leaves, the connection to
- * the front is closed at once, so that the front cancels the generation (closing the stream
- * politely would read the rest of the generation first).
+ * What the OpenAI dispatches do beside Knox's: name the user to the front, with its proof, and
+ * relay its answer as it comes. A generation streams server-sent events for minutes: each piece
+ * read from the front is written and flushed to the client at once (Knox's own copy leaves it in
+ * the servlet container's buffer until 32 KiB have gathered), and when the client leaves, the
+ * connection to the front is closed at once, so that the front cancels the generation (closing the
+ * stream politely would read the rest of the generation first).
  */
 final class FrontAnswers {
   /** The header the front counts tokens by (src/tarn/stdlib/openai/server.py USER_HEADER). */
@@ -27,11 +28,20 @@ final class FrontAnswers {
   private FrontAnswers() {
   }
 
-  /** Replaces whatever the client sent as X-TARN-User with the authenticated user (none: no header). */
-  static void nameUser(HttpUriRequest outbound, String user) {
+  /**
+   * Replaces whatever the client sent as X-TARN-User and X-TARN-User-Proof with the authenticated
+   * user and its proof (UserProof) from {@code proofs}, the one TarnAuthz left on the request. No
+   * user: neither header; no proofs or no token: no proof (the front counts the user anonymous).
+   */
+  static void nameUser(HttpUriRequest outbound, String user, UserProof proofs) {
     outbound.removeHeaders(USER_HEADER);
+    outbound.removeHeaders(UserProof.HEADER);
     if (user != null && !user.isEmpty() && user.chars().noneMatch(Character::isISOControl)) {
       outbound.setHeader(USER_HEADER, user);
+      String proof = proofs == null ? null : proofs.of(user);
+      if (proof != null) {
+        outbound.setHeader(UserProof.HEADER, proof);
+      }
     }
   }
 

@@ -4,6 +4,7 @@ import org.apache.http.HttpEntity;
 import org.apache.http.HttpResponse;
 import org.apache.http.client.methods.HttpUriRequest;
 import org.apache.knox.gateway.dispatch.ConfigurableDispatch;
+import tarn.knox.UserProof;
 import tarn.knox.Users;
 
 import javax.servlet.http.HttpServletRequest;
@@ -13,8 +14,8 @@ import java.net.URI;
 
 /**
  * Knox's ConfigurableDispatch for a topology without HA for TRITON-OPENAI: to the topology's first
- * TRITON-OPENAI URL, with X-TARN-User and the relayed answer of OpenAIHaDispatch (one front: no
- * choice of load).
+ * TRITON-OPENAI URL, with X-TARN-User (and its proof) and the relayed answer of OpenAIHaDispatch
+ * (one front: no choice of load).
  */
 public class OpenAIDispatch extends ConfigurableDispatch {
   @Override
@@ -30,7 +31,7 @@ public class OpenAIDispatch extends ConfigurableDispatch {
   @Override
   public void copyRequestHeaderFields(HttpUriRequest outbound, HttpServletRequest inbound) {
     super.copyRequestHeaderFields(outbound, inbound);
-    FrontAnswers.nameUser(outbound, Users.current());
+    FrontAnswers.nameUser(outbound, Users.current(), UserProof.held(inbound));
   }
 
   @Override

@@ -5,6 +5,7 @@ import org.apache.http.HttpResponse;
 import org.apache.http.client.methods.HttpUriRequest;
 import org.apache.knox.gateway.ha.dispatch.ConfigurableHADispatch;
 import org.apache.knox.gateway.services.GatewayServices;
+import tarn.knox.UserProof;
 import tarn.knox.Users;
 
 import javax.servlet.http.HttpServletRequest;
@@ -20,7 +21,8 @@ import java.util.Set;
  * <ul>
  *   <li>each request goes to the front with the fewest requests in flight through this gateway
  *       (LeastLoaded), counted here from the request to the end of its answer;</li>
- *   <li>{@code X-TARN-User} is the authenticated user, whatever the client sent;</li>
+ *   <li>{@code X-TARN-User} is the authenticated user, whatever the client sent, with its
+ *       {@code X-TARN-User-Proof} (UserProof, from the token TarnAuthz holds);</li>
  *   <li>the answer is relayed as it comes, an event stream flushed piece by piece (FrontAnswers);</li>
  *   <li>failover only when the request did not reach a front: an answer that broke off, or a
  *       client that left, is not sent to another front (a generation would run twice).</li>
@@ -50,7 +52,7 @@ public class OpenAIHaDispatch extends ConfigurableHADispatch {
   @Override
   public void copyRequestHeaderFields(HttpUriRequest outbound, HttpServletRequest inbound) {
     super.copyRequestHeaderFields(outbound, inbound);
-    FrontAnswers.nameUser(outbound, Users.current());
+    FrontAnswers.nameUser(outbound, Users.current(), UserProof.held(inbound));
   }
 
   @Override

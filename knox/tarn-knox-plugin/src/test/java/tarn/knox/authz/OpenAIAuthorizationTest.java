@@ -9,6 +9,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import tarn.knox.Servlets;
+import tarn.knox.UserProof;
 
 import javax.security.auth.Subject;
 import javax.servlet.FilterChain;
@@ -119,6 +120,7 @@ class OpenAIAuthorizationTest {
     final ByteArrayOutputStream body = new ByteArrayOutputStream();
     boolean passed;
     Object heldBody;
+    UserProof proofs;
 
     JsonNode json() throws Exception {
       return JSON.readTree(body.toByteArray());
@@ -204,6 +206,7 @@ class OpenAIAuthorizationTest {
     FilterChain chain = (rq, rs) -> {
       o.passed = true;
       o.heldBody = rq.getAttribute(Servlets.HELD_BODY);
+      o.proofs = UserProof.held(rq);
       front.doFilter(rq, rs);
     };
     Subject s = new Subject();
@@ -229,6 +232,18 @@ class OpenAIAuthorizationTest {
     Outcome c = run("alice", "/gateway/tarn/triton/v1/completions", "{\"model\":\"add_one\",\"prompt\":\"x\"}", NOTHING);
     assertTrue(c.passed);
     assertEquals("add_one", asked.get(1).get("model"));
+  }
+
+  @Test
+  void aPassedRequestCarriesTheProofOfItsUserWithTheToken() throws Exception {
+    Outcome o = run("alice", "/gateway/tarn/triton/v1/chat/completions", "{\"model\":\"tiny_lm\"}", NOTHING);
+    assertTrue(o.passed);
+    long now = System.currentTimeMillis() / 1000;
+    String proof = o.proofs.of("alice");
+    long ts = Long.parseLong(proof.split(":")[1]);
+    assertTrue(Math.abs(now - ts) <= 2, proof);
+    assertEquals(UserProof.proof(TOKEN, ts, "alice"), proof);
+    assertTrue(run("alice", "/gateway/tarn/triton/v1/models", null, front(MODELS)).proofs != null);
   }
 
   @Test

@@ -5,6 +5,7 @@ import org.apache.http.client.methods.HttpPost;
 import org.apache.http.entity.BasicHttpEntity;
 import org.apache.http.message.BasicHttpResponse;
 import org.junit.jupiter.api.Test;
+import tarn.knox.UserProof;
 
 import javax.servlet.ServletOutputStream;
 import javax.servlet.WriteListener;
@@ -14,6 +15,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.Proxy;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
@@ -140,18 +144,58 @@ class FrontAnswersTest {
     assertEquals(List.of("read data: 1", "connection closed", "body closed"), log);
   }
 
+  private static final UserProof PROOFS = new UserProof(() -> "s3cret-token",
+      Clock.fixed(Instant.ofEpochSecond(1700000000L), ZoneOffset.UTC));
+  /** UserProofTest.VECTOR: alice at 1700000000 with the token s3cret-token. */
+  private static final String ALICE_PROOF =
+      "v1:1700000000:8c0d5cec8e69c00f6faae3e803e3937c7beb2f5029c1a0599be39b610b710bd9";
+
   @Test
   void theUserHeaderIsTheAuthenticatedUserAlone() {
     HttpPost post = new HttpPost("http://10.0.0.1:9000/v1/completions");
     post.addHeader("X-TARN-User", "mallory");
     post.addHeader("x-tarn-user", "eve");
-    FrontAnswers.nameUser(post, "alice");
+    FrontAnswers.nameUser(post, "alice", null);
     assertEquals(1, post.getHeaders("X-TARN-User").length);
     assertEquals("alice", post.getFirstHeader("X-TARN-User").getValue());
-    FrontAnswers.nameUser(post, null);
+    FrontAnswers.nameUser(post, null, PROOFS);
     assertNull(post.getFirstHeader("X-TARN-User"));
-    FrontAnswers.nameUser(post, "a\r\nX-Evil: 1");
+    FrontAnswers.nameUser(post, "a\r\nX-Evil: 1", PROOFS);
     assertNull(post.getFirstHeader("X-TARN-User"));
+    assertNull(post.getFirstHeader("X-TARN-User-Proof"));
+  }
+
+  @Test
+  void theClientsUserAndProofAreReplacedByTheUserAndItsProof() {
+    HttpPost post = new HttpPost("http://10.0.0.1:9000/v1/completions");
+    post.addHeader("X-TARN-User", "mallory");
+    post.addHeader("X-TARN-User-Proof", "v1:1700000000:0000");
+    post.addHeader("x-tarn-user-proof", "v1:1700000000:1111");
+    FrontAnswers.nameUser(post, "alice", PROOFS);
+    assertEquals(1, post.getHeaders("X-TARN-User").length);
+    assertEquals("alice", post.getFirstHeader("X-TARN-User").getValue());
+    assertEquals(1, post.getHeaders("X-TARN-User-Proof").length);
+    assertEquals(ALICE_PROOF, post.getFirstHeader("X-TARN-User-Proof").getValue());
+  }
+
+  @Test
+  void noUserNeitherHeaderAndNoTokenNoProof() {
+    HttpPost post = new HttpPost("http://10.0.0.1:9000/v1/completions");
+    post.addHeader("X-TARN-User", "mallory");
+    post.addHeader("X-TARN-User-Proof", ALICE_PROOF);
+    FrontAnswers.nameUser(post, null, PROOFS);
+    assertNull(post.getFirstHeader("X-TARN-User"));
+    assertNull(post.getFirstHeader("X-TARN-User-Proof"));
+
+    post.addHeader("X-TARN-User-Proof", ALICE_PROOF);
+    FrontAnswers.nameUser(post, "alice", new UserProof(() -> null, Clock.systemUTC()));
+    assertEquals("alice", post.getFirstHeader("X-TARN-User").getValue());
+    assertNull(post.getFirstHeader("X-TARN-User-Proof"));
+
+    post.addHeader("X-TARN-User-Proof", ALICE_PROOF);
+    FrontAnswers.nameUser(post, "alice", null); // no TarnAuthz on the request
+    assertEquals("alice", post.getFirstHeader("X-TARN-User").getValue());
+    assertNull(post.getFirstHeader("X-TARN-User-Proof"));
   }
 
   @Test
