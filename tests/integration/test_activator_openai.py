@@ -36,6 +36,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tarn import payload
 from tarn.haproxy.plan import AdminState
@@ -179,6 +180,15 @@ def front_metrics() -> str:
     conn = http.client.HTTPConnection(IP, FRONT_PORT, timeout=2)
     conn.request("GET", "/metrics")
     return conn.getresponse().read().decode()
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """A /metrics text's samples by name and sorted labels (their order in the text is the writer's)."""
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
 
 
 def open_stream(max_tokens: int) -> socket.socket:
@@ -328,8 +338,15 @@ def test_a_client_that_leaves_mid_stream_cancels_the_generation(stack: Stack, re
     assert via_activator < direct + 0.1
     assert via_activator < 2 * TOKEN_GAP_S + 0.2
     assert len(stack.triton.generations) == 2  # neither retried
-    cancelled = 'tarn_openai_requests_total{user="anonymous",model="tiny_lm",outcome="cancelled"} 2'
-    wait_until(lambda: cancelled in ns.run(front_metrics), "the front counts 2 cancelled generations", 5)
+    cancelled = (
+        "tarn_openai_requests_total",
+        (("model", "tiny_lm"), ("outcome", "cancelled"), ("user", "anonymous")),
+    )
+    wait_until(
+        lambda: samples(ns.run(front_metrics)).get(cancelled) == 2,
+        "the front counts 2 cancelled generations",
+        5,
+    )
 
 
 def test_v1_at_zero_to_a_service_without_fronts_is_answered_in_openai_shape(stack: Stack) -> None:

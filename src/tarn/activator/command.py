@@ -23,8 +23,9 @@ from collections.abc import Callable, Mapping
 import requests
 
 from tarn.activator.demand import Report, Reporter, demand_path
-from tarn.activator.hold import Activator, Limits, metrics_text
+from tarn.activator.hold import Activator, Limits
 from tarn.activator.messages import answer
+from tarn.activator.metrics import metrics_text
 from tarn.errors import ConfigError
 from tarn.haproxy.command import SourceOptions, add_source_arguments, source_options, watcher_for
 from tarn.haproxy.sources import ZooKeeperSource

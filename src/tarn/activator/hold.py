@@ -359,35 +359,3 @@ class Activator:
 
 def _nothing() -> None:
     pass
-
-
-def metrics_text(activator: Activator, instances: int) -> str:
-    """Prometheus text (0.0.4) of the activator's figures."""
-    stats = activator.stats
-    lines = [
-        "# HELP tarn_activator_requests_held Requests held now, waiting for a ready instance",
-        "# TYPE tarn_activator_requests_held gauge",
-        f"tarn_activator_requests_held {activator.held}",
-        "# HELP tarn_activator_held_bytes Body bytes of the requests held now",
-        "# TYPE tarn_activator_held_bytes gauge",
-        f"tarn_activator_held_bytes {activator.held_bytes}",
-        "# HELP tarn_activator_ready_instances Ready instances the activator knows of",
-        "# TYPE tarn_activator_ready_instances gauge",
-        f"tarn_activator_ready_instances {instances}",
-        "# HELP tarn_activator_requests_total Requests the activator answered, by outcome",
-        "# TYPE tarn_activator_requests_total counter",
-        *(f'tarn_activator_requests_total{{outcome="{k}"}} {v}' for k, v in stats.outcomes.items()),
-        "# HELP tarn_activator_wakes_total Times requests began to be held with none held before",
-        "# TYPE tarn_activator_wakes_total counter",
-        f"tarn_activator_wakes_total {stats.wakes}",
-        "# HELP tarn_activator_hold_seconds How long requests were held",
-        "# TYPE tarn_activator_hold_seconds histogram",
-        *(
-            f'tarn_activator_hold_seconds_bucket{{le="{bound:g}"}} {count}'
-            for bound, count in zip(HOLD_BUCKETS, stats.hold_buckets, strict=True)
-        ),
-        f'tarn_activator_hold_seconds_bucket{{le="+Inf"}} {stats.hold_count}',
-        f"tarn_activator_hold_seconds_sum {stats.hold_sum_s:.6f}",
-        f"tarn_activator_hold_seconds_count {stats.hold_count}",
-    ]
-    return "\n".join(lines) + "\n"

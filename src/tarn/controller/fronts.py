@@ -1,7 +1,8 @@
 """The OpenAI fronts' counters in the controller's /metrics (issue 35, item 4), pure.
 
 Each instance that runs the front (``--openai-port``) is scraped at ``/metrics`` beside Triton
-(tarn.controller.observe); its text (tarn.stdlib.openai.counters) becomes a :class:`FrontSample`.
+(tarn.controller.observe); its text (tarn.stdlib.openai.counters, under the families that
+tarn.stdlib.openai.metric_names declares for both) becomes a :class:`FrontSample`.
 Between two samples of one front, :func:`front_deltas` takes each series' increase, as
 Prometheus' ``increase()`` does: a series that went down belongs to a front that restarted and
 counts from zero; a series first seen counts whole. The first sample of a front is counted from
@@ -25,19 +26,23 @@ from dataclasses import dataclass
 from prometheus_client.core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-PREFIX = "tarn_openai_"
-STREAMS = "tarn_openai_streams_in_flight"
-# The monotone families (a counter's samples end in _total; a histogram's in _bucket, _sum, _count).
-FAMILIES: dict[str, tuple[str, str]] = {
-    "tarn_openai_prompt_tokens": ("counter", "Prompt tokens of generations through the OpenAI fronts"),
-    "tarn_openai_completion_tokens": ("counter", "Completion tokens generated through the OpenAI fronts"),
-    "tarn_openai_requests": ("counter", "Generations through the OpenAI fronts ended, by outcome"),
-    "tarn_openai_time_to_first_token_seconds": (
-        "histogram",
-        "From a request's arrival at a front to its first token",
-    ),
-    "tarn_openai_time_between_tokens_seconds": ("histogram", "Between two tokens of a stream"),
+from tarn.stdlib.openai import metric_names as names
+
+# The fronts' names, types and labels are the front's own declaration; the help is the controller's
+# (every front together).
+HELP = {
+    names.PROMPT_TOKENS: "Prompt tokens of generations through the OpenAI fronts",
+    names.COMPLETION_TOKENS: "Completion tokens generated through the OpenAI fronts",
+    names.REQUESTS: "Generations through the OpenAI fronts ended, by outcome",
+    names.STREAMS_IN_FLIGHT: "Generations streaming from Triton now through the OpenAI fronts",
+    names.TIME_TO_FIRST_TOKEN: "From a request's arrival at a front to its first token",
+    names.TIME_BETWEEN_TOKENS: "Between two tokens of a stream",
 }
+STREAMS = names.STREAMS_IN_FLIGHT.name
+# The monotone families, summed from their increases (a counter's samples end in _total; a
+# histogram's in _bucket, _sum, _count); the gauge, streams in flight, is kept as last read.
+MONOTONE = tuple(family for family in names.FAMILIES if family.kind != "gauge")
+_SAMPLES = {sample: family.name for family in MONOTONE for sample in family.samples}
 _SUFFIXES = ("_total", "_bucket", "_sum", "_count")
 
 Labels = tuple[tuple[str, str], ...]  # sorted (name, value) pairs
@@ -46,16 +51,13 @@ Series = tuple[str, Labels]  # a sample's name and labels
 
 @dataclass(frozen=True)
 class FrontSample:
-    counters: Mapping[Series, float]  # every sample of FAMILIES
+    counters: Mapping[Series, float]  # every sample of MONOTONE
     streams: Mapping[str, float]  # streams in flight by model
 
 
 def family_of(sample: str) -> str | None:
     """The family a sample name belongs to (``…_bucket`` -> the histogram), None if not kept."""
-    for suffix in _SUFFIXES:
-        if sample.endswith(suffix) and sample.removesuffix(suffix) in FAMILIES:
-            return sample.removesuffix(suffix)
-    return None
+    return _SAMPLES.get(sample)
 
 
 def parse_front_metrics(text: str) -> FrontSample:
@@ -110,12 +112,12 @@ def _order(series: Series) -> tuple[object, ...]:
 
 def families(totals: Mapping[Series, float], streams: Mapping[str, float]) -> Iterator[Metric]:
     """The fronts' families, every instance together, in Prometheus' types."""
-    for name, (kind, text) in FAMILIES.items():
-        family = Metric(name, text, kind)
-        for series in sorted((s for s in totals if family_of(s[0]) == name), key=_order):
+    for declared in MONOTONE:
+        family = declared.empty(HELP[declared])
+        for series in sorted((s for s in totals if family_of(s[0]) == declared.name), key=_order):
             family.add_sample(series[0], dict(series[1]), totals[series])
         yield family
-    gauge = Metric(STREAMS, "Generations streaming from Triton now through the OpenAI fronts", "gauge")
+    gauge = names.STREAMS_IN_FLIGHT.empty(HELP[names.STREAMS_IN_FLIGHT])
     for model, value in sorted(streams.items()):
         gauge.add_sample(STREAMS, {"model": model}, value)
     yield gauge

@@ -20,12 +20,14 @@ from dataclasses import dataclass, replace
 from tarn.controller import fronts
 from tarn.controller.fronts import Series
 from tarn.controller.snapshot import InstanceView
+from tarn.stdlib.openai import metric_names as names
 
-PROMPT = "tarn_openai_prompt_tokens_total"
-COMPLETION = "tarn_openai_completion_tokens_total"
-REQUESTS = "tarn_openai_requests_total"
-TIME_TO_FIRST = "tarn_openai_time_to_first_token_seconds"
-TIME_BETWEEN = "tarn_openai_time_between_tokens_seconds"
+# The fronts' series (tarn.stdlib.openai.metric_names): the counters' samples, the histograms' families.
+(PROMPT,) = names.PROMPT_TOKENS.samples
+(COMPLETION,) = names.COMPLETION_TOKENS.samples
+(REQUESTS,) = names.REQUESTS.samples
+TIME_TO_FIRST = names.TIME_TO_FIRST_TOKEN.name
+TIME_BETWEEN = names.TIME_BETWEEN_TOKENS.name
 
 Bucket = tuple[float, float]  # (upper bound, observations at or below it), +Inf as math.inf
 

@@ -24,7 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tarn.activator.hold import Activator, Limits, metrics_text
+from tarn.activator.hold import Activator, Limits
+from tarn.activator.metrics import metrics_text
 from tarn.haproxy.plan import Endpoint
 from tarn.haproxy.sources import Instance
 

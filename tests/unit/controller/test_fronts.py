@@ -14,12 +14,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tarn.controller import fronts, llm
 from tarn.controller.fronts import FrontSample, Series, front_deltas, parse_front_metrics, streams_by_model
 from tarn.controller.metrics import metrics_registry, render
 from tarn.controller.observe import Container, Scraper
 from tarn.stdlib.api_token import Secret
+from tarn.stdlib.openai import metric_names
 from tarn.stdlib.openai.counters import Counters, prometheus_text
 from tests.support.controller import FrontScraper, Lab, make
+from tests.support.exposition import departures
 
 
 def counted(
@@ -155,6 +158,46 @@ def test_without_fronts_the_families_are_empty() -> None:
     lab = make(instances=1)
     lab.ticks(2)
     assert exposed(lab.controller) == {}
+
+
+# ---- one declaration: the front's (tarn.stdlib.openai.metric_names), the controller reads it
+
+
+def test_the_controller_reads_exactly_the_names_the_front_declares() -> None:
+    # The very declarations, imported (tests/unit/stdlib/test_exposition.py: no copy of a name elsewhere).
+    assert all(any(ours is theirs for theirs in metric_names.FAMILIES) for ours in fronts.MONOTONE)
+    assert {*fronts.MONOTONE, metric_names.STREAMS_IN_FLIGHT} == set(metric_names.FAMILIES)
+    assert metric_names.STREAMS_IN_FLIGHT.name == fronts.STREAMS
+    assert set(fronts.HELP) == set(metric_names.FAMILIES)
+    kept = {sample for family in fronts.MONOTONE for sample in family.samples}
+    assert {llm.PROMPT, llm.COMPLETION, llm.REQUESTS} <= kept
+    assert {f"{llm.TIME_TO_FIRST}_bucket", f"{llm.TIME_BETWEEN}_count"} <= kept
+    # Every sample a front writes is read: the monotone ones as counters, the gauge as streams.
+    text = prometheus_text(
+        counted(("alice", "tiny_lm", "completed", 7, 20), ("bob", "m", "failed", 1, 0), streaming={"m": 2})
+    )
+    written = {
+        (s.name, tuple(sorted(s.labels.items())))
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    parsed = parse_front_metrics(text)
+    assert set(parsed.counters) == {series for series in written if series[0] != fronts.STREAMS}
+    assert parsed.streams == {"m": 2}
+
+
+def test_the_controllers_sums_carry_the_fronts_names_types_and_labels() -> None:
+    lab, scraper = front_lab()
+    scraper.fronts = {"triton-0": counted(("alice", "tiny_lm", "completed", 5, 5))}
+    lab.ticks(1)
+    scraper.fronts = {
+        "triton-0": counted(("alice", "tiny_lm", "completed", 5, 5), ("bob", "tiny_lm", "failed", 1, 0)),
+        "triton-1": counted(("carol", "tiny_lm", "cancelled", 3, 9), streaming={"tiny_lm": 1}),
+    }
+    lab.ticks(2)
+    text = render(metrics_registry(lab.controller, dict)).decode()
+    found = departures(text, metric_names.FAMILIES, fronts.HELP, prefix="tarn_openai_")
+    assert found == []
 
 
 # ---- the scraper over HTTP

@@ -1,13 +1,23 @@
 """What the OpenAI front counts, and its Prometheus text (names ``tarn_openai_*``, docs/openai.md).
 
-Plain data: the server adds to it, :func:`prometheus_text` renders it; the controller's /metrics
-can merge the text of every instance's front. Tokens and outcomes are per user (the entry's
-``X-TARN-User``) and model; the timings and the streams in flight per model.
+Plain data: the server adds to it, :func:`prometheus_text` renders it through prometheus_client
+(tarn.stdlib.exposition) under the families of tarn.stdlib.openai.metric_names, which the
+controller reads back from every instance's front and sums into its own /metrics. Tokens and
+outcomes are per user (the entry's ``X-TARN-User``) and model; the timings and the streams in
+flight per model.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import accumulate
+
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+from tarn.stdlib.exposition import buckets, label, render
+from tarn.stdlib.openai import metric_names as names
 
 # Seconds. The first token waits for the queue and the prompt; the next ones for one step each.
 FIRST_TOKEN_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -78,10 +88,10 @@ class Counters:
             del self.streams_in_flight[model]
 
     def first_token_after(self, model: str, seconds: float) -> None:
-        self.first_token.setdefault(model, Histogram(FIRST_TOKEN_BUCKETS)).observe(seconds)
+        _histogram(self.first_token, model, FIRST_TOKEN_BUCKETS).observe(seconds)
 
     def between_tokens_took(self, model: str, seconds: float) -> None:
-        self.between_tokens.setdefault(model, Histogram(BETWEEN_TOKENS_BUCKETS)).observe(seconds)
+        _histogram(self.between_tokens, model, BETWEEN_TOKENS_BUCKETS).observe(seconds)
 
     def ended(self, user: str, model: str, outcome: str, prompt: int, completion: int) -> None:
         """A generation is over: its outcome and its tokens (a cancelled one's, up to the cancel)."""
@@ -92,67 +102,49 @@ class Counters:
         self.requests[(user, model, outcome)] = self.requests.get((user, model, outcome), 0) + 1
 
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+def _histogram(histograms: dict[str, Histogram], model: str, bounds: tuple[float, ...]) -> Histogram:
+    """The model's histogram, made the first time only (this runs for every token)."""
+    found = histograms.get(model)
+    if found is None:
+        found = histograms[model] = Histogram(bounds)
+    return found
 
 
-def _labels(**labels: str) -> str:
-    return "{" + ",".join(f'{name}="{_label(value)}"' for name, value in labels.items()) + "}"
+class CountersCollector(Collector):
+    """The front's families (tarn.stdlib.openai.metric_names), filled from its counters at each scrape."""
 
+    def __init__(self, counters: Counters) -> None:
+        self._counters = counters
 
-def _family(name: str, kind: str, help_text: str) -> list[str]:
-    return [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
-
-
-def _histogram(name: str, model: str, histogram: Histogram) -> list[str]:
-    lines, cumulated = [], 0
-    for bound, count in zip(histogram.bounds, histogram.counts, strict=True):
-        cumulated += count
-        lines.append(f"{name}_bucket{_labels(model=model, le=f'{bound:g}')} {cumulated}")
-    lines.append(f"{name}_bucket{_labels(model=model, le='+Inf')} {histogram.count}")
-    lines.append(f"{name}_sum{_labels(model=model)} {histogram.total:.6f}")
-    lines.append(f"{name}_count{_labels(model=model)} {histogram.count}")
-    return lines
+    def collect(self) -> Iterator[Metric]:
+        counters = self._counters
+        for family, values in (
+            (names.PROMPT_TOKENS, counters.prompt_tokens),
+            (names.COMPLETION_TOKENS, counters.completion_tokens),
+        ):
+            metric = family.counter()
+            for (user, model), value in sorted(values.items()):
+                metric.add_metric([label(user), label(model)], value)
+            yield metric
+        requests = names.REQUESTS.counter()
+        for (user, model, outcome), value in sorted(counters.requests.items()):
+            requests.add_metric([label(user), label(model), outcome], value)
+        yield requests
+        streams = names.STREAMS_IN_FLIGHT.gauge()
+        for model, value in sorted(counters.streams_in_flight.items()):
+            streams.add_metric([label(model)], value)
+        yield streams
+        for family, histograms in (
+            (names.TIME_TO_FIRST_TOKEN, counters.first_token),
+            (names.TIME_BETWEEN_TOKENS, counters.between_tokens),
+        ):
+            timings = family.histogram()
+            for model, histogram in sorted(histograms.items()):
+                cumulated = buckets(histogram.bounds, accumulate(histogram.counts), histogram.count)
+                timings.add_metric([label(model)], cumulated, histogram.total)
+            yield timings
 
 
 def prometheus_text(counters: Counters) -> str:
     """The counters in Prometheus' text format (0.0.4)."""
-    lines = _family(
-        "tarn_openai_prompt_tokens_total", "counter", "Prompt tokens of generations, by user and model"
-    )
-    lines += [
-        f"tarn_openai_prompt_tokens_total{_labels(user=user, model=model)} {value}"
-        for (user, model), value in sorted(counters.prompt_tokens.items())
-    ]
-    lines += _family(
-        "tarn_openai_completion_tokens_total", "counter", "Completion tokens generated, by user and model"
-    )
-    lines += [
-        f"tarn_openai_completion_tokens_total{_labels(user=user, model=model)} {value}"
-        for (user, model), value in sorted(counters.completion_tokens.items())
-    ]
-    lines += _family("tarn_openai_requests_total", "counter", "Generations ended, by user, model and outcome")
-    lines += [
-        f"tarn_openai_requests_total{_labels(user=user, model=model, outcome=outcome)} {value}"
-        for (user, model, outcome), value in sorted(counters.requests.items())
-    ]
-    lines += _family(
-        "tarn_openai_streams_in_flight", "gauge", "Generations streaming from Triton now, by model"
-    )
-    lines += [
-        f"tarn_openai_streams_in_flight{_labels(model=model)} {value}"
-        for model, value in sorted(counters.streams_in_flight.items())
-    ]
-    lines += _family(
-        "tarn_openai_time_to_first_token_seconds",
-        "histogram",
-        "From the request to its first token, by model",
-    )
-    for model, histogram in sorted(counters.first_token.items()):
-        lines += _histogram("tarn_openai_time_to_first_token_seconds", model, histogram)
-    lines += _family(
-        "tarn_openai_time_between_tokens_seconds", "histogram", "Between two tokens of a stream, by model"
-    )
-    for model, histogram in sorted(counters.between_tokens.items()):
-        lines += _histogram("tarn_openai_time_between_tokens_seconds", model, histogram)
-    return "\n".join(lines) + "\n"
+    return render(CountersCollector(counters)).decode()

@@ -31,10 +31,13 @@ from tarn.stdlib.openai.trust import PROOF_HEADER, USER_HEADER, counted_user
 from tarn.stdlib.openai.wire import (
     LAST_CHUNK,
     EventDecoder,
-    Exchange,
     ResponseHead,
     UpstreamBroken,
+    body_pieces,
     chunk,
+    read_body,
+    read_response_head,
+    request_bytes,
     stream_head,
 )
 
@@ -293,18 +296,19 @@ class Front:
         try:
             path = f"/v2/models/{quote(model, safe='')}/generate_stream"
             body = json_bytes(mapping.triton_request(generation))
-            exchange = Exchange("POST", path, self.triton.address, body, "text/event-stream")
-            await _send_upstream(upstream, exchange.request)
-            head = await self._triton_head(exchange, upstream_reader, generation, identity, reply)
+            await _send_upstream(
+                upstream, request_bytes("POST", path, self.triton.address, body, "text/event-stream")
+            )
+            head = await self._triton_head(upstream_reader, generation, identity, reply)
             if head.status != 200:
-                error = mapping.triton_error(head.status, await exchange.body(upstream_reader), model)
+                error = mapping.triton_error(head.status, await read_body(upstream_reader, head), model)
                 if not reply.started:
                     raise error
                 await reply.send(sse_chunk(error.body()) + LAST_CHUNK)  # the stream was opened early
                 return
             accepted = True
             self.counters.has_model(model)
-            events = self._events(exchange, upstream_reader, tally, model, began)
+            events = self._events(upstream_reader, head, tally, model, began)
             if generation.stream:
                 outcome = await self._stream(generation, identity, events, tally, reply)
             else:
@@ -335,18 +339,13 @@ class Front:
                 self.counters.forget_stream(model)
 
     async def _triton_head(
-        self,
-        exchange: Exchange,
-        reader: asyncio.StreamReader,
-        generation: Generation,
-        identity: Identity,
-        reply: Reply,
+        self, reader: asyncio.StreamReader, generation: Generation, identity: Identity, reply: Reply
     ) -> ResponseHead:
         """Triton's response head. Triton sends a stream's head with its first event, so during a
         long prefill the client and the entries would see no byte at all: past ``heartbeat_s``
         without it, a streamed answer opens (200, and a chat's role chunk) and beats until it comes.
         A quick refusal (an unknown model, a bad input) still gets its own status."""
-        reading = asyncio.ensure_future(exchange.head(reader))
+        reading = asyncio.ensure_future(read_response_head(reader))
         try:
             done, _pending = await asyncio.wait({reading}, timeout=self.heartbeat_s)
             if not done and generation.stream:
@@ -362,8 +361,8 @@ class Front:
 
     async def _events(
         self,
-        exchange: Exchange,
         reader: asyncio.StreamReader,
+        head: ResponseHead,
         tally: Tally,
         model: str,
         began: float,
@@ -371,7 +370,7 @@ class Front:
         """Triton's events as they arrive, counted and timed."""
         decoder = EventDecoder()
         last: float | None = None
-        async for piece in exchange.pieces(reader):
+        async for piece in body_pieces(reader, head):
             for data in decoder.feed(piece):
                 event = mapping.parse_event(data)
                 if event.text:
@@ -469,10 +468,9 @@ class Front:
         """One JSON call to Triton: its status and its parsed body (None if not JSON)."""
         reader, writer = await self._connect()
         try:
-            exchange = Exchange(method, path, self.triton.address, body)
-            await _send_upstream(writer, exchange.request)
-            head = await asyncio.wait_for(exchange.head(reader), self.triton.lookup_timeout_s)
-            raw = await asyncio.wait_for(exchange.body(reader), self.triton.lookup_timeout_s)
+            await _send_upstream(writer, request_bytes(method, path, self.triton.address, body))
+            head = await asyncio.wait_for(read_response_head(reader), self.triton.lookup_timeout_s)
+            raw = await asyncio.wait_for(read_body(reader, head), self.triton.lookup_timeout_s)
         except (UpstreamBroken, asyncio.TimeoutError) as exc:
             raise OpenAIError(
                 503, f"Triton's answer to {path} failed: {exc!r}", kind="server_error", code="triton_broken"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tarn.stdlib.openai import metric_names
 from tarn.stdlib.openai.counters import (
     BETWEEN_TOKENS_BUCKETS,
     FIRST_TOKEN_BUCKETS,
@@ -13,6 +14,7 @@ from tarn.stdlib.openai.counters import (
     Histogram,
     prometheus_text,
 )
+from tests.support.exposition import departures
 
 
 def samples(counters: Counters) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -99,3 +101,23 @@ def test_a_refused_model_leaves_no_series() -> None:
     counters.stream_started("typo")
     counters.forget_stream("typo")
     assert "typo" not in prometheus_text(counters)
+
+
+def test_the_text_is_the_declared_families_empty_or_not() -> None:
+    assert departures(prometheus_text(Counters()), metric_names.FAMILIES) == []
+    counters = Counters()
+    counters.stream_started("m")
+    counters.first_token_after("m", 0.3)
+    counters.between_tokens_took("m", 0.01)
+    counters.ended("alice", "m", "failed", 2, 0)
+    text = prometheus_text(counters)
+    assert departures(text, metric_names.FAMILIES) == []
+    assert "_created" not in text
+
+
+def test_a_label_no_utf8_can_carry_does_not_break_the_text() -> None:
+    # mapping.py refuses such a model name; were one counted, the text must still render.
+    counters = Counters()
+    counters.ended("x\ud800", "m\udfff", "completed", 1, 1)
+    got = samples(counters)
+    assert got[("tarn_openai_prompt_tokens_total", (("model", "m\\udfff"), ("user", "x\\ud800")))] == 1

@@ -20,11 +20,14 @@ from typing import Any
 
 import openai
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 import tarn.stdlib.openai.counters as counters_module
 from tarn.stdlib.api_token import Secret
+from tarn.stdlib.openai import metric_names
 from tarn.stdlib.openai.server import Front, Triton
 from tarn.stdlib.openai.trust import proof
+from tests.support.exposition import departures
 
 TOKEN = Secret("the-services-token")  # the front's --token-file, as the controller's
 
@@ -704,11 +707,27 @@ def test_metrics_and_health(running: Running) -> None:
     status, headers, text = running.call("GET", "/metrics")
     assert status == 200
     assert headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
     # 16 tokens each: OpenAI's default max_tokens of a completion
-    assert 'tarn_openai_completion_tokens_total{user="bob",model="tiny"} 16' in text
-    assert 'tarn_openai_completion_tokens_total{user="anonymous",model="tiny"} 16' in text
-    assert 'tarn_openai_streams_in_flight{model="tiny"} 0' in text
+    for user in ("bob", "anonymous"):
+        assert samples[("tarn_openai_completion_tokens_total", (("model", "tiny"), ("user", user)))] == 16
+    assert samples[("tarn_openai_streams_in_flight", (("model", "tiny"),))] == 0
     assert running.call("GET", "/health")[:1] == (200,)
+
+
+def test_metrics_are_the_declared_families(running: Running) -> None:
+    """/metrics, read back with prometheus_client's parser, is tarn.stdlib.openai.metric_names:
+    every family, its type, help and labels (what the controller reads), no _created series."""
+    running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, as_user("bob"))
+    assert eventually(lambda: sum(running.front.counters.requests.values()) == 1)
+    _status, _headers, text = running.call("GET", "/metrics")
+    assert departures(text, metric_names.FAMILIES) == []
+    written = {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
+    assert written == {sample for family in metric_names.FAMILIES for sample in family.samples}
 
 
 def test_health_follows_tritons_readiness(running: Running) -> None:

@@ -64,9 +64,8 @@ def test_stream_framing() -> None:
 
 async def pieces_of(raw: bytes) -> tuple[ResponseHead, list[bytes]]:
     reader = reader_of(raw)
-    exchange = wire.Exchange("GET", "/v2/health/ready", "127.0.0.1:8000", b"")
-    head = await exchange.head(reader)
-    return head, [piece async for piece in exchange.pieces(reader)]
+    head = await wire.read_response_head(reader)
+    return head, [piece async for piece in wire.body_pieces(reader, head)]
 
 
 @pytest.mark.parametrize(
@@ -95,6 +94,7 @@ def test_upstream_bodies(raw: bytes, status: int, body: list[bytes]) -> None:
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n9\r\nhel",  # inside a chunk
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort",
+        "HTTP/1.1 200 OK\r\nContent-Length: \u00b2\r\n\r\nx".encode(),
         b"",  # no answer at all
         b"SMTP ready\r\n\r\n",
     ],
@@ -105,9 +105,9 @@ def test_upstream_answers_cut_short_are_broken(raw: bytes) -> None:
 
 
 def test_requests_to_triton() -> None:
-    data = wire.Exchange(
+    data = wire.request_bytes(
         "POST", "/v2/models/m/generate_stream", "127.0.0.1:8000", b"{}", "text/event-stream"
-    ).request
+    )
     assert data == (
         b"POST /v2/models/m/generate_stream HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nAccept: text/event-stream\r\n"
         b"Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
