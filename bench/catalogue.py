@@ -97,6 +97,15 @@ BENCHES: tuple[Bench, ...] = (
         programs=("haproxy", "ansible-playbook"),
     ),
     Bench(
+        "front_http",
+        "OpenAI front: its HTTP layer before and after h11, first token and streaming",
+        "bench/front_http.py",
+        quick=("--quick",),
+        # git: the baseline front comes out of the repository's history; the tritonserver is found
+        # (or its venv made) as openai_routing's, else the stand-in alone
+        programs=("git",),
+    ),
+    Bench(
         "staging_self_test",
         "Staging vs sequential read (loopback fake WebHDFS)",
         "bench/staging_throughput.py",

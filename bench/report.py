@@ -348,6 +348,35 @@ def plot_openai_routing(samples: Samples, path: Path) -> None:
     save(figure, path)
 
 
+def plot_front_http(samples: Samples, path: Path) -> None:
+    """Per Triton, both fronts' TTFT (CDF); then how many times slower the current front is in each
+    figure (1.1: the acceptance's bound)."""
+    tritons = samples["tritons"]
+    figure = Figure(figsize=(5 * (len(tritons) + 1), 4))
+    axes = figure.subplots(1, len(tritons) + 1, squeeze=False)[0]
+    for ax, (triton, variants) in zip(axes, tritons.items(), strict=False):
+        for variant, found in variants.items():
+            cdf(ax, found["ttft_ms"], variant)
+        ax.set_xscale("log")
+        ax.minorticks_off()  # within a decade, the minor ticks' labels would overlap
+        ax.set_xlabel("time to first token (ms)")
+        ax.set_ylabel("fraction of requests")
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"streamed completions, {triton} Triton (CDF)")
+        ax.legend(fontsize=8)
+    table = samples["table"]
+    names = list(dict.fromkeys(row["name"] for row in table))
+    slowdown = {(row["triton"], row["name"]): row["slowdown"] for row in table}
+    series = {t: [slowdown.get((t, n)) or 0.0 for n in names] for t in tritons}
+    last = axes[-1]
+    bars(last, [n.replace(" / ", " /\n") for n in names], series, "current slower by (x)")
+    last.axhline(1.1, color="grey", linestyle="--")
+    last.set_ylim(0, 1.3 * max([1.1, *(v for values in series.values() for v in values)]))
+    last.tick_params(axis="x", labelsize=7, labelrotation=30)
+    last.set_title("current vs baseline front (above 1: slower)")
+    save(figure, path)
+
+
 PLOTS: dict[str, Callable[[Samples, Path], None]] = {
     "entry_overhead": plot_entry_overhead,
     "haproxy_throughput": plot_haproxy_throughput,
@@ -357,6 +386,7 @@ PLOTS: dict[str, Callable[[Samples, Path], None]] = {
     "controller_scale": plot_controller_scale,
     "lab_bringup": plot_lab_bringup,
     "openai_routing": plot_openai_routing,
+    "front_http": plot_front_http,
 }
 
 

@@ -258,6 +258,36 @@ def documents() -> dict[str, dict[str, Any]]:
                 },
             ],
         },
+        "front_http": {
+            "bench": "front_http",
+            "tritons": {
+                triton: {
+                    variant: {"ttft_ms": [(n + 1) * scale for n in range(50)]}
+                    for variant, scale in (("baseline", 0.1), ("current", 0.11))
+                }
+                for triton in ("stand-in", "tritonserver")
+            },
+            "table": [
+                {"triton": triton, "name": name, "slowdown": slowdown}
+                for triton in ("stand-in", "tritonserver")
+                for name, slowdown in (
+                    ("TTFT p50", 1.05),
+                    ("streaming rate", 0.97),
+                    ("front CPU / streamed token", 1.15),
+                )
+            ],
+            "figures": [
+                {
+                    "name": "TTFT p50, current front (stand-in Triton)",
+                    "value": 2.1,
+                    "unit": "ms",
+                    "baseline": 2.0,
+                    "baseline_name": "front at 81c43c1",
+                    "goal": "<= 1.1x baseline",
+                    "met": True,
+                }
+            ],
+        },
         "activator": {
             "bench": "activator",
             "overload": {
