@@ -309,7 +309,7 @@ class Activator:
         gone.add_done_callback(cut)
         try:
             try:
-                upstream.write(forwarded(request))
+                upstream.write(forwarded(request, f"{endpoint.ip}:{endpoint.port}"))
                 await upstream.drain()
                 head = await asyncio.wait_for(upstream_reader.readuntil(b"\r\n\r\n"), limits.answer_timeout_s)
             except TimeoutError:

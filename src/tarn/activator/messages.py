@@ -25,9 +25,11 @@ HOP_BY_HOP = frozenset(
 )
 
 
-def forwarded(request: Request) -> bytes:
-    """The request for an instance: end-to-end headers as received, the body with its length."""
+def forwarded(request: Request, host: str) -> bytes:
+    """The request for an instance: end-to-end headers as received, the body with its length. As
+    HTTP/1.1 it needs a Host: the instance's (``host``) when an HTTP/1.0 client sent none."""
     lines = [f"{request.method} {request.target} HTTP/1.1"]
+    lines += [] if any(name == "host" for name, _value in request.headers) else [f"host: {host}"]
     lines += [f"{k}: {v}" for k, v in request.headers if k not in HOP_BY_HOP | {"content-length"}]
     lines += [f"content-length: {len(request.body)}", "connection: close"]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + request.body

@@ -26,7 +26,11 @@ OPENAI_PREFIX = "/v1/"  # the haproxy role's ACL: path_beg /v1/
 
 def is_openai(target: str) -> bool:
     """A request HAProxy routes to the fronts (origin form, or absolute form from a proxy)."""
-    return urlsplit(target).path.startswith(OPENAI_PREFIX)
+    try:
+        path = urlsplit(target).path
+    except ValueError:  # "http://[::1/v1/x": an authority urlsplit cannot read (issue 48, item 6)
+        path = target
+    return path.startswith(OPENAI_PREFIX)
 
 
 @dataclass(frozen=True)

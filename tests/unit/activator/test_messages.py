@@ -14,9 +14,19 @@ def test_a_request_is_passed_on_with_its_end_to_end_headers_and_its_length() -> 
         (("host", "a"), ("transfer-encoding", "chunked"), ("expect", "100-continue"), ("x-tarn-user", "bob")),
         b"{}",
     )
-    assert forwarded(request) == (
+    assert forwarded(request, "10.0.0.1:8000") == (
         b"POST /v2/models/m/infer?x=1 HTTP/1.1\r\nhost: a\r\nx-tarn-user: bob\r\n"
         b"content-length: 2\r\nconnection: close\r\n\r\n{}"
+    )
+
+
+def test_a_request_without_host_is_passed_on_with_the_instances() -> None:
+    # HTTP/1.0 lets a client leave Host out; HTTP/1.1, which the instance gets, does not (found by
+    # the fuzzing).
+    request = Request("POST", "/v2/models/m/infer", (("content-length", "2"),), b"{}")
+    assert forwarded(request, "10.0.0.1:8000") == (
+        b"POST /v2/models/m/infer HTTP/1.1\r\nhost: 10.0.0.1:8000\r\ncontent-length: 2\r\n"
+        b"connection: close\r\n\r\n{}"
     )
 
 

@@ -25,6 +25,9 @@ BARE = Instance(Endpoint("10.0.0.3", 8000))  # started without --openai-port
         ("/v2/models/m/infer", False),
         ("/v2/models/v1/", False),
         ("/", False),
+        # urlsplit raises on a bracket left open: the activator's handler died (issue 48, item 6)
+        ("http://[::1/v1/completions", False),
+        ("/v1/[", True),
     ],
 )
 def test_openai_requests_are_the_ones_haproxy_sends_to_the_fronts(target: str, openai: bool) -> None:

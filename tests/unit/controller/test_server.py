@@ -104,6 +104,32 @@ def test_security_headers_on_every_answer(api_url: str) -> None:
     assert call(api_url + "/metrics", AUTH, "POST").code == 405
 
 
+@pytest.mark.parametrize(
+    ("request_line", "status"),
+    [
+        # urlsplit raises on a bracket left open: the handler died, no answer (issue 48, item 6)
+        (b"GET http://[::1/health HTTP/1.1", b"400"),
+        # HTTP/0.9's form and version: answered without a status line or any header
+        (b"GET /health", b"200"),
+        (b"GET /health HTTP/0.9", b"200"),
+        (b"GET  HTTP/1.1", b"404"),  # two spaces: "HTTP/1.1" is the path of a versionless line
+    ],
+)
+def test_request_lines_the_fuzzing_found_get_a_status_line_and_the_security_headers(
+    api_url: str, request_line: bytes, status: bytes
+) -> None:
+    port = int(api_url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+        client.sendall(request_line + b"\r\nHost: x\r\n\r\n")
+        received = b""
+        while piece := client.recv(65536):
+            received += piece
+    head = received.partition(b"\r\n\r\n")[0]
+    assert head.startswith(b"HTTP/1.0 " + status + b" "), received[:200]
+    for key, value in SECURITY_HEADERS.items():
+        assert f"{key}: {value}".encode() in head.split(b"\r\n"), key
+
+
 def test_instances_json_and_text(api_url: str) -> None:
     listing = json.loads(call(api_url + "/instances", AUTH).body)
     assert listing["target"] == 2
