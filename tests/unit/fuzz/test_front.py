@@ -16,12 +16,9 @@ answered within 1 s, and each slow one gets its 408 within the read bound.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,8 +26,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tarn.stdlib.openai.counters as counters_module
-from tarn.stdlib.http1 import MAX_HEAD
-from tarn.stdlib.openai.server import Front, Triton
 from tarn.stdlib.openai.trust import PROOF_WINDOW_S, proof
 from tests.unit.fuzz.hostile import (
     GOOD_MODELS,
@@ -54,7 +49,8 @@ from tests.unit.fuzz.hostile import (
     weighted,
     well_formed,
 )
-from tests.unit.stdlib.openai.test_server import TOKEN, Running, StandIn, cancel_the_rest
+from tests.unit.stdlib.openai.test_server import TOKEN, Running
+from tests.unit.stdlib.openai.test_server import run_front as run_front_on_loopback
 
 WALL = 1_750_000_000  # the front's clock: the proofs drawn are recent to it, run after run
 MAX_USERS = 3  # the cap of user labels here: 2,000 requests cross it
@@ -123,26 +119,10 @@ SURFACE = Surface(
 )
 
 
-@contextlib.contextmanager
-def run_front(**options: Any) -> Iterator[Running]:
-    """The front before the stand-in Triton, as test_server.py's run_front, listening as serve()
-    does (its backlog: 500 connections at once must not wait on the kernel's queue)."""
-    loop = asyncio.new_event_loop()
-    standin = StandIn()
-    standin_server = loop.run_until_complete(asyncio.start_server(standin.handle, "127.0.0.1", 0))
-    triton = Triton("127.0.0.1", standin_server.sockets[0].getsockname()[1], connect_timeout_s=1)
-    front = Front(triton, max_body=1 << 20, token=TOKEN, **options)
-    listening = asyncio.start_server(front.handle, "127.0.0.1", 0, limit=MAX_HEAD, backlog=1024)
-    server = loop.run_until_complete(listening)
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield Running(front, server.sockets[0].getsockname()[1], standin)
-    finally:
-        asyncio.run_coroutine_threadsafe(cancel_the_rest(), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
+def run_front(**options: Any) -> contextlib.AbstractContextManager[Running]:
+    """test_server.py's front, listening as serve() does (its backlog: 500 connections at once
+    must not wait on the kernel's queue)."""
+    return run_front_on_loopback(backlog=1024, **options)
 
 
 def check_front_answer(raw: Raw, answer: Answer) -> None:

@@ -24,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import tarn.stdlib.openai.counters as counters_module
 from tarn.stdlib.api_token import Secret
+from tarn.stdlib.http1 import MAX_HEAD
 from tarn.stdlib.openai import metric_names
 from tarn.stdlib.openai.server import Front, Triton
 from tarn.stdlib.openai.trust import proof
@@ -215,7 +216,10 @@ class Running:
 
 
 @contextlib.contextmanager
-def run_front(max_body: int = 1 << 20, triton_port: int | None = None, **options: Any) -> Iterator[Running]:
+def run_front(
+    max_body: int = 1 << 20, triton_port: int | None = None, backlog: int = 100, **options: Any
+) -> Iterator[Running]:
+    """The front before the stand-in Triton on loopback (``backlog``: serve()'s is larger)."""
     loop = asyncio.new_event_loop()
     standin = StandIn()
     standin_server = loop.run_until_complete(asyncio.start_server(standin.handle, "127.0.0.1", 0))
@@ -224,7 +228,8 @@ def run_front(max_body: int = 1 << 20, triton_port: int | None = None, **options
     front = Front(
         Triton("127.0.0.1", port, connect_timeout_s=1), max_body=max_body, new_id=lambda: "1", **options
     )
-    server = loop.run_until_complete(asyncio.start_server(front.handle, "127.0.0.1", 0))
+    listening = asyncio.start_server(front.handle, "127.0.0.1", 0, limit=MAX_HEAD, backlog=backlog)
+    server = loop.run_until_complete(listening)
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     try:
