@@ -1,5 +1,7 @@
 package tarn.knox.authz;
 
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -41,22 +43,38 @@ final class OpenAIBodies {
     }
   }
 
-  /** The "model" of a generation's JSON body (chat/completions, completions). */
+  /**
+   * The "model" of a generation's JSON body (chat/completions, completions). Read token by token,
+   * the members other than "model" skipped without building them: a tree of 100,000 nested
+   * arrays overflowed the stack in readTree, and Knox answered 500 (issue 48, the lab's hostile
+   * requests).
+   */
   static String model(byte[] body) throws Refusal {
-    JsonNode node;
-    try {
-      node = JSON.readTree(body);
+    Refusal notAnObject = Refusal.badRequest("The request body must be a JSON object", "invalid_json");
+    String model = null;
+    try (JsonParser parser = JSON.getFactory().createParser(body)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) {
+        throw notAnObject;
+      }
+      JsonToken token;
+      while ((token = parser.nextToken()) == JsonToken.FIELD_NAME) {
+        boolean isModel = "model".equals(parser.getCurrentName());
+        JsonToken value = parser.nextToken();
+        if (isModel) {
+          model = value == JsonToken.VALUE_STRING ? parser.getText() : null;  // the last one counts, as in a tree
+        }
+        parser.skipChildren();
+      }
+      if (token != JsonToken.END_OBJECT) {
+        throw notAnObject;
+      }
     } catch (IOException e) {
-      throw Refusal.badRequest("The request body must be a JSON object", "invalid_json");
+      throw notAnObject;
     }
-    if (node == null || !node.isObject()) {
-      throw Refusal.badRequest("The request body must be a JSON object", "invalid_json");
-    }
-    JsonNode model = node.get("model");
-    if (model == null || !model.isTextual() || model.asText().isEmpty()) {
+    if (model == null || model.isEmpty()) {
       throw Refusal.badRequest("model: a model name (string) is required", "model_missing");
     }
-    return model.asText();
+    return model;
   }
 
   /** {"error": {"message", "type", "param": null, "code"}}, UTF-8. */

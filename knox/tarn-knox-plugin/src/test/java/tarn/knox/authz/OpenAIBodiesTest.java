@@ -37,6 +37,18 @@ class OpenAIBodiesTest {
   }
 
   @Test
+  void deeplyNestedBodiesAreABadRequestNotAnError() throws Exception {
+    // 100,000 nested arrays overflowed readTree's stack: Knox answered 500 (issue 48, on the lab)
+    String deep = "[".repeat(100_000);
+    String inside = "{\"prompt\":" + deep + "}";
+    for (String body : new String[] {deep, inside}) {
+      OpenAIBodies.Refusal r = assertThrows(OpenAIBodies.Refusal.class, () -> OpenAIBodies.model(utf8(body)));
+      assertEquals(400, r.status);
+    }
+    assertEquals("m", OpenAIBodies.model(utf8("{\"x\":[[{\"model\":\"no\"}]],\"model\":\"m\"}")));
+  }
+
+  @Test
   void errorsHaveOpenAIsShape() throws Exception {
     JsonNode e = JSON.readTree(OpenAIBodies.error("User 'bob' may not use model 'm'", "permission_denied", "model_not_allowed"));
     assertEquals(List.of("error"), fields(e));
