@@ -49,7 +49,6 @@ HOLD_BUCKETS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 120
 OUTCOMES = ("direct", "after_hold", "timeout", "overflow", "failed", "bad_request", "not_served", "gone")
 POLL_S = 0.05  # how often a held request looks for a ready instance
 SKIP_S = 1.0  # how long an instance that refused a connection is skipped
-LINGER_BYTES = 16 * 1024 * 1024  # read and dropped after a refusal, so the client reads it
 RELAY_BYTES = 64 * 1024  # the most passed on per read; a read returns whatever has arrived
 
 
@@ -95,7 +94,7 @@ async def _refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, re
     a connection closed with unread data is reset, and the client would see that, not the answer)."""
     writer.write(refusal)
     await writer.drain()
-    await linger(reader, writer, 1.0, LINGER_BYTES)
+    await linger(reader, writer, 1.0)
 
 
 class Tried(enum.Enum):

@@ -24,6 +24,9 @@ READ_BYTES = 64 * 1024  # the most read from the socket at once
 # it). Clients chunk by kilobytes (http.client by 8 KiB): 16,384 pieces is 128 MiB of those.
 MAX_BODY_PIECES = 16_384
 YIELD_EVERY = 256  # pieces parsed from one read before the loop may serve others
+LINGER_BYTES = (
+    16 * 1024 * 1024
+)  # read and dropped after an error answer (a 413's body), so the client reads it
 
 
 @dataclass(frozen=True)
@@ -60,8 +63,8 @@ class Request:
         return next((value for key, value in self.headers if key == wanted), default)
 
 
-# Told each body piece's size before it is kept; raises ClientError to refuse the rest (the
-# activator charges the room it shares among every request it holds).
+# Told each body piece's size before it is kept; raises to refuse the rest, and read_request lets
+# its exception through (the activator charges the room it shares among every request it holds).
 Charge = Callable[[int], None]
 
 
@@ -172,7 +175,7 @@ def answer(
 
 
 async def linger(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seconds: float, limit: int
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seconds: float, limit: int = LINGER_BYTES
 ) -> None:
     """After an error answer (the request maybe not read whole: a 413, a 400): the sending side
     closed, then what the client still sends read and dropped (at most ``limit`` bytes, ``seconds``)

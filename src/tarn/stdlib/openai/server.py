@@ -56,7 +56,6 @@ REQUEST_READ_S = 15.0
 # Connections at once (streams included; HAProxy's maxconn per server is usually well under it);
 # beyond, a 503 with Retry-After at once.
 MAX_CONNECTIONS = 1024
-LINGER_BYTES = 16 * 1024 * 1024  # dropped after an error answer (a 413's body) so the client reads it
 HEARTBEAT = chunk(b": keep-alive\n\n")  # a comment line: SSE clients skip it
 # The error codes of the 4xx answers to requests that could not be read (OpenAI's error.code).
 CLIENT_ERROR_CODES = {408: "request_timeout", 413: "request_too_large", 431: "request_header_too_large"}
@@ -213,7 +212,7 @@ class Front:
             if not reply.started:
                 with contextlib.suppress(ClientGone):
                     await reply.send(error_answer(exc))
-                    await linger(reader, writer, self.read_s, LINGER_BYTES)
+                    await linger(reader, writer, self.read_s)
         except ClientGone:
             pass
         except Exception:
