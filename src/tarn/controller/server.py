@@ -26,10 +26,12 @@ Request lines are never logged for that reason.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -60,7 +62,7 @@ DASHBOARD_HEADERS = {
     "connect-src 'self'; frame-ancestors 'none'"
 }
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
-IDLE_TIMEOUT_S = 10.0
+IDLE_TIMEOUT_S = 10.0  # the whole request head, not each read: a byte every few seconds is cut too
 USER_HEADER = "X-TARN-User"
 MAX_NAME = 256  # characters of a user or model name
 
@@ -204,6 +206,27 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
         sys_version = ""
         timeout = IDLE_TIMEOUT_S  # a client that sends half a request must not hold a thread forever
         _version = "HTTP/1.0"
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile = ReadBy(self.connection, time.monotonic() + IDLE_TIMEOUT_S)  # type: ignore[assignment]
+
+        def parse_request(self) -> bool:
+            read = super().parse_request()
+            self.connection.settimeout(
+                IDLE_TIMEOUT_S
+            )  # for the answer's writes: the head's deadline is spent
+            return read
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """http.server's own refusals (a malformed line, 414, 431) answered like the API's others:
+            JSON, the security headers. An HTTP major version it does not speak (HTTP/2.0, /9.9) gets
+            RFC 9110's 505 there, a 5xx; it is the client's mistake, so a 400 here (issue 48)."""
+            if code == HTTPStatus.HTTP_VERSION_NOT_SUPPORTED:
+                code, message = HTTPStatus.BAD_REQUEST, "HTTP version not supported: send HTTP/1.1"
+            self.close_connection = True
+            body = json.dumps({"error": message or HTTPStatus(code).phrase}).encode()
+            self._send(code, "application/json", body, UNKNOWN_PATH)
 
         @property
         def request_version(self) -> str:
@@ -408,9 +431,55 @@ def _undrain(controller: Controller, name: str) -> tuple[int, str, bytes]:
     return _json(200, {"instance": name, "drained": False})
 
 
+class ReadBy:
+    """A connection's reader with one deadline for the whole request: each recv waits only for the
+    time left. A socket's timeout is per read, and a buffered readline reads many times, so a
+    client sending a byte a second held its thread for good. Past it, TimeoutError: http.server
+    closes the connection."""
+
+    PIECE = 65536
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock, self._deadline, self._buffer = sock, deadline, bytearray()
+
+    def _fill(self) -> bool:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request was not read within its deadline")
+        self._sock.settimeout(left)
+        piece = self._sock.recv(self.PIECE)
+        self._buffer += piece
+        return bool(piece)
+
+    def _take(self, size: int) -> bytes:
+        taken = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return taken
+
+    def readline(self, limit: int = -1) -> bytes:
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                size = end + 1
+            elif 0 <= limit <= len(self._buffer) or not self._fill():
+                size = len(self._buffer)
+            else:
+                continue
+            return self._take(size if limit < 0 else min(size, limit))
+
+    def read(self, size: int = -1) -> bytes:
+        while (size < 0 or len(self._buffer) < size) and self._fill():
+            pass
+        return self._take(len(self._buffer) if size < 0 else size)
+
+    def close(self) -> None:
+        self._buffer.clear()
+
+
 # A thread per connection, at most MAX_CONNECTIONS at once (a client that sends half a request
-# holds one for IDLE_TIMEOUT_S per read); beyond, a 503 with Retry-After at once. The kernel's
-# queue holds BACKLOG connections not yet accepted (the default, 5, reset them: issue 48, row 11).
+# holds one for IDLE_TIMEOUT_S at most, one deadline for its whole head); beyond, a 503 with
+# Retry-After at once. The kernel's queue holds BACKLOG connections not yet accepted (the default,
+# 5, reset them: issue 48, row 11).
 MAX_CONNECTIONS = 256
 BACKLOG = 512
 _BUSY_BODY = b'{"error": "too many clients"}'
