@@ -21,7 +21,7 @@ summed by model, and per instance (the load signal a router or the autoscaler ca
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client.core import Metric
 from prometheus_client.parser import text_string_to_metric_families
@@ -37,8 +37,11 @@ HELP = {
     names.STREAMS_IN_FLIGHT: "Generations streaming from Triton now through the OpenAI fronts",
     names.TIME_TO_FIRST_TOKEN: "From a request's arrival at a front to its first token",
     names.TIME_BETWEEN_TOKENS: "Between two tokens of a stream",
+    names.QUEUED_REQUESTS: "Requests waiting for a generation slot at the OpenAI fronts now",
+    names.QUEUE_WAIT: "From a request's arrival at a front to its generation slot",
 }
 STREAMS = names.STREAMS_IN_FLIGHT.name
+QUEUED = names.QUEUED_REQUESTS.name
 # The monotone families, summed from their increases (a counter's samples end in _total; a
 # histogram's in _bucket, _sum, _count); the gauge, streams in flight, is kept as last read.
 MONOTONE = tuple(family for family in names.FAMILIES if family.kind != "gauge")
@@ -47,12 +50,20 @@ _SUFFIXES = ("_total", "_bucket", "_sum", "_count")
 
 Labels = tuple[tuple[str, str], ...]  # sorted (name, value) pairs
 Series = tuple[str, Labels]  # a sample's name and labels
+UserModel = tuple[str, str]
 
 
 @dataclass(frozen=True)
 class FrontSample:
     counters: Mapping[Series, float]  # every sample of MONOTONE
     streams: Mapping[str, float]  # streams in flight by model
+    queued: Mapping[tuple[str, str], float] = field(
+        default_factory=dict
+    )  # waiting for a slot, by (user, model)
+
+    @property
+    def queued_total(self) -> float:
+        return sum(self.queued.values())
 
 
 def family_of(sample: str) -> str | None:
@@ -64,14 +75,18 @@ def parse_front_metrics(text: str) -> FrontSample:
     """A front's /metrics; ValueError when it is not Prometheus text. Other series are ignored."""
     counters: dict[Series, float] = {}
     streams: dict[str, float] = {}
+    queued: dict[UserModel, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name == STREAMS:
+            if sample.name == QUEUED:
+                key = (sample.labels.get("user", ""), sample.labels.get("model", ""))
+                queued[key] = queued.get(key, 0.0) + sample.value
+            elif sample.name == STREAMS:
                 model = sample.labels.get("model", "")
                 streams[model] = streams.get(model, 0.0) + sample.value
             elif family_of(sample.name) is not None:
                 counters[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return FrontSample(counters, streams)
+    return FrontSample(counters, streams, queued)
 
 
 NOTHING_COUNTED = FrontSample({}, {})  # a front just started, before its first request
@@ -101,6 +116,16 @@ def streams_by_model(per_instance: Iterable[Mapping[str, float]]) -> dict[str, f
     return summed
 
 
+def queued_by_user_and_model(
+    per_instance: Iterable[Iterable[tuple[tuple[str, str], float]]],
+) -> dict[tuple[str, str], float]:
+    summed: dict[tuple[str, str], float] = {}
+    for queued in per_instance:
+        for key, value in queued:
+            summed[key] = summed.get(key, 0.0) + value
+    return summed
+
+
 def _order(series: Series) -> tuple[object, ...]:
     """Within a family: by labels but ``le``, then buckets by bound (+Inf last), then _sum, _count."""
     name, labels = series
@@ -110,7 +135,11 @@ def _order(series: Series) -> tuple[object, ...]:
     return (rest, _SUFFIXES.index("_" + name.rsplit("_", 1)[1]), bound)
 
 
-def families(totals: Mapping[Series, float], streams: Mapping[str, float]) -> Iterator[Metric]:
+def families(
+    totals: Mapping[Series, float],
+    streams: Mapping[str, float],
+    queued: Mapping[UserModel, float] | None = None,
+) -> Iterator[Metric]:
     """The fronts' families, every instance together, in Prometheus' types."""
     for declared in MONOTONE:
         family = declared.empty(HELP[declared])
@@ -121,3 +150,7 @@ def families(totals: Mapping[Series, float], streams: Mapping[str, float]) -> It
     for model, value in sorted(streams.items()):
         gauge.add_sample(STREAMS, {"model": model}, value)
     yield gauge
+    waiting = names.QUEUED_REQUESTS.empty(HELP[names.QUEUED_REQUESTS])
+    for (user, model), value in sorted((queued or {}).items()):
+        waiting.add_sample(QUEUED, {"user": user, "model": model}, value)
+    yield waiting

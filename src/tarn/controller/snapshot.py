@@ -52,6 +52,7 @@ class InstanceView:
     unready_s: float = 0.0  # how long it has not answered ready (starting, or stopped answering)
     openai_port: int | None = None  # its OpenAI front's, None without one
     openai_streams: tuple[tuple[str, float], ...] = ()  # its front's streams in flight by model, last read
+    openai_queued: tuple[tuple[tuple[str, str], float], ...] = ()  # waiting for a slot, by (user, model)
 
     @property
     def front_streams(self) -> float | None:

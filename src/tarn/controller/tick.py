@@ -482,10 +482,13 @@ def _scale(plan: TickPlan, now: float, seen: Observed, policy: TickPolicy) -> Ti
 
 def scaling_figure(signal: ScaleSignal, scrape: Scrape, load: Load | None) -> float | None:
     """One instance's figure for the autoscaler (--scale-on): its load; or, from this tick's scrape,
-    Triton's pending requests or its front's streams in flight. None: not read this tick (a front
-    that did not answer counts as unknown, never as 0 streams)."""
+    the requests queued (Triton's pending ones, and those its front holds for a generation slot)
+    or its front's streams in flight. None: not read this tick (a front that did not answer counts
+    as unknown, never as 0 streams)."""
     if signal == "queue":
-        return scrape.sample.pending if scrape.sample is not None else None
+        if scrape.sample is None:
+            return None
+        return scrape.sample.pending + (scrape.front.queued_total if scrape.front is not None else 0.0)
     if signal == "streams":
         return sum(scrape.front.streams.values()) if scrape.front is not None else None
     return load.value if load is not None else None
@@ -656,6 +659,7 @@ def _view(
         unready_s=0.0 if tracked.unready_since is None else now - tracked.unready_since,
         openai_port=c.openai_port,
         openai_streams=tuple(sorted(scrape.front.streams.items())) if scrape.front else (),
+        openai_queued=tuple(sorted(scrape.front.queued.items())) if scrape.front else (),
     )
 
 

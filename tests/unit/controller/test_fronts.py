@@ -166,7 +166,8 @@ def test_without_fronts_the_families_are_empty() -> None:
 def test_the_controller_reads_exactly_the_names_the_front_declares() -> None:
     # The very declarations, imported (tests/unit/stdlib/test_exposition.py: no copy of a name elsewhere).
     assert all(any(ours is theirs for theirs in metric_names.FAMILIES) for ours in fronts.MONOTONE)
-    assert {*fronts.MONOTONE, metric_names.STREAMS_IN_FLIGHT} == set(metric_names.FAMILIES)
+    gauges = {metric_names.STREAMS_IN_FLIGHT, metric_names.QUEUED_REQUESTS}
+    assert {*fronts.MONOTONE, *gauges} == set(metric_names.FAMILIES)
     assert metric_names.STREAMS_IN_FLIGHT.name == fronts.STREAMS
     assert set(fronts.HELP) == set(metric_names.FAMILIES)
     kept = {sample for family in fronts.MONOTONE for sample in family.samples}
@@ -182,7 +183,8 @@ def test_the_controller_reads_exactly_the_names_the_front_declares() -> None:
         for s in family.samples
     }
     parsed = parse_front_metrics(text)
-    assert set(parsed.counters) == {series for series in written if series[0] != fronts.STREAMS}
+    gauge_names = {fronts.STREAMS, fronts.QUEUED}
+    assert set(parsed.counters) == {series for series in written if series[0] not in gauge_names}
     assert parsed.streams == {"m": 2}
 
 

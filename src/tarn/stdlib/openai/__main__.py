@@ -13,7 +13,9 @@ from urllib.parse import urlsplit
 
 from tarn.errors import ConfigError
 from tarn.stdlib.api_token import read_token
-from tarn.stdlib.openai.server import MAX_BODY, Front, Triton, serve
+from tarn.stdlib.openai.admission import POLICIES, Limits
+from tarn.stdlib.openai.server import MAX_BODY, SLOTS_PARAMETER, Front, Triton, serve
+from tarn.stdlib.openai.tenancy import TenancyFile
 
 
 def triton_endpoint(url: str, connect_timeout_s: float) -> Triton:
@@ -49,7 +51,26 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="the service's API token: /metrics needs it, and Knox's X-TARN-User-Proof is checked with it"
         " (without it: /metrics is open and every request counts as anonymous)",
     )
+    parser.add_argument(
+        "--max-generations",
+        type=int,
+        default=0,
+        help="generations of a model at once on this front, the rest queued (default 0: the model's own"
+        f" {SLOTS_PARAMETER} parameter; neither: no queue)",
+    )
+    parser.add_argument(
+        "--admission",
+        choices=POLICIES,
+        default="fair",
+        help="order of the queued: fair (priority bands, fair share, weighted fair queuing across users)"
+        " or fifo (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--tenancy-file", help="users' groups, bands and weights (JSON; read again when it changes)"
+    )
     args = parser.parse_args(argv)
+    if args.max_generations < 0:
+        parser.error("--max-generations: 0 (the model's own) or more")
     if not 0 <= args.port < 65536:
         parser.error(f"--port: {args.port} is not a port")
     if args.connect_timeout <= 0 or args.max_body_mb < 1:
@@ -68,10 +89,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         token = read_token(None, args.token_file)
-    except (ConfigError, OSError) as exc:
+        tenancy = TenancyFile(args.tenancy_file)
+    except (ConfigError, OSError, ValueError) as exc:
         print(f"tarn openai: {exc}", file=sys.stderr)
         return 2
-    front = Front(args.triton, max_body=args.max_body_mb * 2**20, token=token)
+    front = Front(
+        args.triton,
+        max_body=args.max_body_mb * 2**20,
+        token=token,
+        admission=Limits(slots=args.max_generations, policy=args.admission),
+        tenancy=tenancy,
+    )
 
     async def run() -> None:
         stop = asyncio.Event()

@@ -21,6 +21,7 @@ from tarn.stdlib.openai import metric_names as names
 
 # Seconds. The first token waits for the queue and the prompt; the next ones for one step each.
 FIRST_TOKEN_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+QUEUE_WAIT_BUCKETS = (0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 BETWEEN_TOKENS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 OUTCOMES = ("completed", "cancelled", "failed")
 # Labels come from clients (issue 48, item 3): a model is a label once Triton has shown it has it
@@ -61,6 +62,8 @@ class Counters:
     streams_in_flight: dict[str, int] = field(default_factory=dict)
     first_token: dict[str, Histogram] = field(default_factory=dict)
     between_tokens: dict[str, Histogram] = field(default_factory=dict)
+    queued_now: dict[UserModel, int] = field(default_factory=dict)  # waiting for a slot (admission)
+    queue_wait: dict[UserModel, Histogram] = field(default_factory=dict)
     served: set[str] = field(default_factory=set)  # models Triton has shown it has: the model labels
     users: set[str] = field(default_factory=set)  # the user labels so far (MAX_USERS at most)
 
@@ -92,6 +95,19 @@ class Counters:
 
     def between_tokens_took(self, model: str, seconds: float) -> None:
         _histogram(self.between_tokens, model, BETWEEN_TOKENS_BUCKETS).observe(seconds)
+
+    def queued(self, user: str, model: str, change: int) -> None:
+        """A request began (1) or ended (-1) waiting for a slot (a series at 0 stays: its user and
+        model are labels already, bounded as the others)."""
+        key = (self.user_label(user), model)
+        self.queued_now[key] = self.queued_now.get(key, 0) + change
+
+    def waited(self, user: str, model: str, seconds: float) -> None:
+        key = (self.user_label(user), model)
+        found = self.queue_wait.get(key)
+        if found is None:
+            found = self.queue_wait[key] = Histogram(QUEUE_WAIT_BUCKETS)
+        found.observe(seconds)
 
     def ended(self, user: str, model: str, outcome: str, prompt: int, completion: int) -> None:
         """A generation is over: its outcome and its tokens (a cancelled one's, up to the cancel)."""
@@ -143,6 +159,15 @@ class CountersCollector(Collector):
                 cumulated = buckets(histogram.bounds, accumulate(histogram.counts), histogram.count)
                 timings.add_metric([label(model)], cumulated, histogram.total)
             yield timings
+        queued = names.QUEUED_REQUESTS.gauge()
+        for (user, model), value in sorted(counters.queued_now.items()):
+            queued.add_metric([label(user), label(model)], value)
+        yield queued
+        waits = names.QUEUE_WAIT.histogram()
+        for (user, model), histogram in sorted(counters.queue_wait.items()):
+            cumulated = buckets(histogram.bounds, accumulate(histogram.counts), histogram.count)
+            waits.add_metric([label(user), label(model)], cumulated, histogram.total)
+        yield waits
 
 
 def prometheus_text(counters: Counters) -> str:

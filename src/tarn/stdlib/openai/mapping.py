@@ -51,6 +51,7 @@ class OpenAIError(Exception):
         kind: str = "invalid_request_error",
         param: str | None = None,
         code: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -58,6 +59,7 @@ class OpenAIError(Exception):
         self.kind = kind
         self.param = param
         self.code = code
+        self.headers = dict(headers or {})  # sent with the answer (Retry-After)
 
     def body(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}

@@ -42,6 +42,18 @@ TIME_BETWEEN_TOKENS = Family(
     "Between two tokens of a stream, by model",
     ("model",),
 )
+QUEUED_REQUESTS = Family(
+    "tarn_openai_queued_requests",
+    "gauge",
+    "Requests waiting for one of the model's generation slots now, by user and model",
+    ("user", "model"),
+)
+QUEUE_WAIT = Family(
+    "tarn_openai_queue_wait_seconds",
+    "histogram",
+    "From a request's arrival to its generation slot, by user and model",
+    ("user", "model"),
+)
 
 # In the order of the text.
 FAMILIES = (
@@ -51,4 +63,6 @@ FAMILIES = (
     STREAMS_IN_FLIGHT,
     TIME_TO_FIRST_TOKEN,
     TIME_BETWEEN_TOKENS,
+    QUEUED_REQUESTS,
+    QUEUE_WAIT,
 )

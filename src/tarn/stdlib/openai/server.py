@@ -17,16 +17,18 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, unquote
 
 from tarn.stdlib.api_token import TOKEN_HEADER, Secret, presented
 from tarn.stdlib.http1 import MAX_HEAD, Bounds, ClientError, Request, answer, linger, read_request
 from tarn.stdlib.openai import mapping
+from tarn.stdlib.openai.admission import Admission, Limits, Refused, Ticket
 from tarn.stdlib.openai.counters import Counters, prometheus_text
 from tarn.stdlib.openai.mapping import Event, Generation, Identity, OpenAIError, StopScanner, Tally
+from tarn.stdlib.openai.tenancy import TenancyFile
 from tarn.stdlib.openai.trust import PROOF_HEADER, USER_HEADER, counted_user
 from tarn.stdlib.openai.wire import (
     LAST_CHUNK,
@@ -57,6 +59,8 @@ REQUEST_READ_S = 15.0
 # beyond, a 503 with Retry-After at once.
 MAX_CONNECTIONS = 1024
 HEARTBEAT = chunk(b": keep-alive\n\n")  # a comment line: SSE clients skip it
+# A model's parameter in its config.pbtxt: how many generations it runs at once (its batch slots).
+SLOTS_PARAMETER = "max_concurrent_generations"
 # The error codes of the 4xx answers to requests that could not be read (OpenAI's error.code).
 CLIENT_ERROR_CODES = {408: "request_timeout", 413: "request_too_large", 431: "request_header_too_large"}
 
@@ -113,7 +117,7 @@ def json_bytes(payload: Any) -> bytes:
 
 
 def error_answer(error: OpenAIError) -> bytes:
-    return answer(error.status, json_bytes(error.body()))
+    return answer(error.status, json_bytes(error.body()), extra=error.headers)
 
 
 BUSY = answer(
@@ -179,7 +183,13 @@ class Front:
     # The service's API token: /metrics needs it, and it keys the proof of X-TARN-User (trust.py).
     # None: /metrics is open and every request counts as anonymous.
     token: Secret | None = None
+    # Admission (tarn.stdlib.openai.admission): its limits for each model, ``slots`` 0 for the
+    # model's own SLOTS_PARAMETER (none declared: no admission); who is who, from the tenancy file.
+    admission: Limits = field(default_factory=lambda: Limits(slots=0))
+    tenancy: TenancyFile = field(default_factory=lambda: TenancyFile(None))
     connections: int = field(default=0, init=False)  # open now
+    _admissions: dict[str, Admission | None] = field(default_factory=dict, init=False)  # by served model
+    _starts: dict[Ticket, asyncio.Future[None]] = field(default_factory=dict, init=False)  # the waiting
 
     def __post_init__(self) -> None:
         self.started_at = self.started_at or int(self.wall())
@@ -288,6 +298,13 @@ class Front:
         began = self.clock()
         if model not in self.counters.served and await self._metadata(model) is not None:
             self.counters.has_model(model)  # once per model: what it does counts from the first request
+        async with self._slot(generation, identity, user, reply):
+            await self._generate_in_slot(generation, identity, user, reply, began)
+
+    async def _generate_in_slot(
+        self, generation: Generation, identity: Identity, user: str, reply: Reply, began: float
+    ) -> None:
+        model = generation.model
         upstream_reader, upstream = await self._connect()
         tally = Tally(generation.prompt)
         outcome, accepted = "failed", False
@@ -341,22 +358,96 @@ class Front:
         self, reader: asyncio.StreamReader, generation: Generation, identity: Identity, reply: Reply
     ) -> ResponseHead:
         """Triton's response head. Triton sends a stream's head with its first event, so during a
-        long prefill the client and the entries would see no byte at all: past ``heartbeat_s``
-        without it, a streamed answer opens (200, and a chat's role chunk) and beats until it comes.
+        long prefill the client and the entries would see no byte at all: the wait beats (below).
         A quick refusal (an unknown model, a bad input) still gets its own status."""
         reading = asyncio.ensure_future(read_response_head(reader))
         try:
-            done, _pending = await asyncio.wait({reading}, timeout=self.heartbeat_s)
-            if not done and generation.stream:
-                await reply.send(stream_opening(generation, identity) + HEARTBEAT)
-                while not (await asyncio.wait({reading}, timeout=self.heartbeat_s))[0]:
-                    await reply.send(HEARTBEAT)
+            await self._beating(reading, generation, identity, reply)
             return await reading
         finally:
             if not reading.done():
                 reading.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await reading
+
+    async def _beating(
+        self, waited: asyncio.Future[Any], generation: Generation, identity: Identity, reply: Reply
+    ) -> None:
+        """Waits for ``waited`` (a slot, Triton's head); a streamed answer silent past
+        ``heartbeat_s`` opens (200, and a chat's role chunk) and beats until it is done."""
+        done, _pending = await asyncio.wait({waited}, timeout=self.heartbeat_s)
+        if done or not generation.stream:
+            await waited
+            return
+        await reply.send(HEARTBEAT if reply.started else stream_opening(generation, identity) + HEARTBEAT)
+        while not (await asyncio.wait({waited}, timeout=self.heartbeat_s))[0]:
+            await reply.send(HEARTBEAT)
+
+    # ---- admission
+    @contextlib.asynccontextmanager
+    async def _slot(
+        self, generation: Generation, identity: Identity, user: str, reply: Reply
+    ) -> AsyncIterator[None]:
+        """Holds one of the model's slots while the generation runs, waiting for it first (a
+        cancel while waiting costs nothing); a request that cannot wait gets 429 or 503."""
+        model = generation.model
+        admission = await self._admission(model)
+        if admission is None:
+            yield
+            return
+        try:
+            ticket = admission.arrive(self.tenancy.current().tenant(user))
+        except Refused as exc:
+            code = "rate_limit_exceeded" if exc.status == 429 else "busy"
+            kind = "requests" if exc.status == 429 else "server_error"
+            retry = {"Retry-After": str(exc.retry_after_s)}
+            raise OpenAIError(exc.status, exc.message, kind, code=code, headers=retry) from exc
+        arrived = self.clock()
+        self.counters.queued(user, model, 1)
+        try:
+            if not ticket.admitted:
+                started = self._starts[ticket] = asyncio.get_running_loop().create_future()
+                await self._beating(started, generation, identity, reply)
+        finally:
+            self.counters.queued(user, model, -1)
+            self._starts.pop(ticket, None)
+            if not ticket.admitted:
+                admission.leave(ticket)  # it never started: its place goes, its tenant is not charged
+        self.counters.waited(user, model, self.clock() - arrived)
+        try:
+            yield
+        finally:
+            admission.leave(ticket)
+
+    def _started(self, ticket: Ticket) -> None:
+        started = self._starts.get(ticket)
+        if started is not None and not started.done():
+            started.set_result(None)
+
+    async def _admission(self, model: str) -> Admission | None:
+        """The model's admission on this front: made the first time a served model is asked for."""
+        if model not in self.counters.served:  # a name Triton does not have: no state for it
+            return None
+        if model not in self._admissions:
+            slots = self.admission.slots or await self._declared_slots(model)
+            if slots is None:
+                return None  # not known now (Triton did not answer): asked again next time
+            limits = replace(self.admission, slots=slots)
+            made = Admission(limits, self.clock, self._started) if slots else None
+            self._admissions.setdefault(model, made)  # a request beside this one may have made it
+        return self._admissions[model]
+
+    async def _declared_slots(self, model: str) -> int | None:
+        """The model's SLOTS_PARAMETER from its config (0: none declared, or no config); None when
+        Triton did not answer (asked again next time)."""
+        try:
+            status, config = await self._call("GET", f"/v2/models/{quote(model, safe='')}/config")
+        except OpenAIError:
+            return None
+        try:
+            return max(0, int(config["parameters"][SLOTS_PARAMETER]["string_value"])) if status == 200 else 0
+        except (KeyError, TypeError, ValueError):
+            return 0
 
     async def _events(
         self,

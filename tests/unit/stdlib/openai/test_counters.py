@@ -85,6 +85,8 @@ def test_every_name_is_prefixed_and_typed_even_with_nothing_counted() -> None:
         "tarn_openai_streams_in_flight",
         "tarn_openai_time_to_first_token_seconds",
         "tarn_openai_time_between_tokens_seconds",
+        "tarn_openai_queued_requests",
+        "tarn_openai_queue_wait_seconds",
     }
 
 

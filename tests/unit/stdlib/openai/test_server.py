@@ -26,6 +26,7 @@ import tarn.stdlib.openai.counters as counters_module
 from tarn.stdlib.api_token import Secret
 from tarn.stdlib.http1 import MAX_HEAD
 from tarn.stdlib.openai import metric_names
+from tarn.stdlib.openai.admission import Limits
 from tarn.stdlib.openai.server import Front, Triton
 from tarn.stdlib.openai.trust import proof
 from tests.support.exposition import departures
@@ -67,6 +68,7 @@ class StandIn:
     asked: list[dict[str, Any]] = field(default_factory=list)  # generate_stream bodies
     closed_at: list[float] = field(default_factory=list)  # when an endless or silent stream's client went
     ready: bool = True  # /v2/health/ready's answer
+    slots: dict[str, int] = field(default_factory=dict)  # a model's max_concurrent_generations parameter
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -87,6 +89,11 @@ class StandIn:
                 index = [{"name": n, "version": "1", "state": "READY"} for n in (*TEXT_MODELS, "add_one")]
                 index.append({"name": "loading", "version": "1", "state": "UNAVAILABLE"})
                 writer.write(plain_answer("200 OK", json.dumps(index).encode()))
+            elif path.startswith("/v2/models/") and path.endswith("/config") and method == "GET":
+                name = path.split("/")[3]
+                declared = {"max_concurrent_generations": {"string_value": str(self.slots.get(name, 0))}}
+                config = {"name": name, "parameters": declared if name in self.slots else {}}
+                writer.write(plain_answer("200 OK", json.dumps(config).encode()))
             elif path.startswith("/v2/models/") and method == "GET":
                 name = path.rsplit("/", 1)[1]
                 inputs = {"add_one": "INPUT0", "loading": "text_input"}.get(name, "text_input")
@@ -726,7 +733,9 @@ def test_metrics_and_health(running: Running) -> None:
 
 def test_metrics_are_the_declared_families(running: Running) -> None:
     """/metrics, read back with prometheus_client's parser, is tarn.stdlib.openai.metric_names:
-    every family, its type, help and labels (what the controller reads), no _created series."""
+    every family, its type, help and labels (what the controller reads), no _created series;
+    with admission (Limits: one slot), so that its series are written too."""
+    running.front.admission = Limits(slots=1)
     running.call("POST", "/v1/completions", {"model": "tiny", "prompt": "x"}, as_user("bob"))
     assert eventually(lambda: sum(running.front.counters.requests.values()) == 1)
     _status, _headers, text = running.call("GET", "/metrics")
