@@ -106,6 +106,13 @@ BENCHES: tuple[Bench, ...] = (
         programs=("git",),
     ),
     Bench(
+        "tenancy",
+        "OpenAI front: a quiet user beside a flooder, fair admission vs first come, first served",
+        "bench/tenancy.py",
+        quick=("--quick",),
+        # the tritonserver is found (or its venv made) as openai_routing's
+    ),
+    Bench(
         "staging_self_test",
         "Staging vs sequential read (loopback fake WebHDFS)",
         "bench/staging_throughput.py",

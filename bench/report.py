@@ -377,6 +377,20 @@ def plot_front_http(samples: Samples, path: Path) -> None:
     save(figure, path)
 
 
+def plot_tenancy(samples: Samples, path: Path) -> None:
+    """The quiet client's TTFT alone, beside the flood with fair admission, and with first come,
+    first served (log scale: fifo's is orders of magnitude above)."""
+    quiet = samples["quiet"]
+    phases = [p for p in ("alone", "fair", "fifo") if p in quiet]
+    figure = Figure(figsize=(7, 4))
+    ax = figure.subplots()
+    series = {q: [quiet[p][f"{q}_ms"] for p in phases] for q in ("p50", "p99")}
+    bars(ax, ["alone", *(f"flood, {p}" for p in phases[1:])], series, "quiet client's TTFT (ms)")
+    ax.set_yscale("log")
+    ax.set_title("A quiet user beside a flooder, 4 slots")
+    save(figure, path)
+
+
 PLOTS: dict[str, Callable[[Samples, Path], None]] = {
     "entry_overhead": plot_entry_overhead,
     "haproxy_throughput": plot_haproxy_throughput,
@@ -387,6 +401,7 @@ PLOTS: dict[str, Callable[[Samples, Path], None]] = {
     "lab_bringup": plot_lab_bringup,
     "openai_routing": plot_openai_routing,
     "front_http": plot_front_http,
+    "tenancy": plot_tenancy,
 }
 
 

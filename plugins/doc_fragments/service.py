@@ -91,6 +91,20 @@ options:
       - "Discovery carries it (C(openai_port) in each instance's znode):"
       - "HAProxy routes C(/v1/) to it."
     type: int
+  openai_max_generations:
+    description:
+      - "Generations of a model at once per OpenAI front (its batch slots); the rest wait in"
+      - "O(openai_admission)'s order."
+      - "C(0) (the default): the model's own C(max_concurrent_generations) parameter in its"
+      - "C(config.pbtxt); where it has none, nothing waits."
+    type: int
+  openai_admission:
+    description:
+      - "Order of the requests waiting for a generation slot at each OpenAI front."
+      - "C(fair) (the default): a fair share of the slots for each active user and weighted fair"
+      - "queuing across users (docs/openai.md); C(fifo): first come, first served."
+    type: str
+    choices: [fair, fifo]
   address:
     description:
       - "Bind address. CLI default C(0.0.0.0)."

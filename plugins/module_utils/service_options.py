@@ -26,6 +26,8 @@ SERVICE_OPTIONS = {
     'metrics_port': ({'type': 'int'}, '--metrics-port'),
     'am_port': ({'type': 'int'}, '--am-port'),
     'openai_port': ({'type': 'int'}, '--openai-port'),
+    'openai_max_generations': ({'type': 'int'}, '--openai-max-generations'),
+    'openai_admission': ({'type': 'str', 'choices': ['fair', 'fifo']}, '--openai-admission'),
     'address': ({'type': 'str'}, '--address'),
     'token': ({'type': 'str', 'no_log': True}, '--token'),
     'token_file': ({'type': 'path'}, '--token-file'),

@@ -47,6 +47,8 @@ SAMPLES: dict[str, Any] = {
     "metrics_port": 9002,
     "am_port": 9888,
     "openai_port": 9100,
+    "openai_max_generations": 4,
+    "openai_admission": "fifo",
     "address": "10.0.0.1",
     "token": None,  # never rendered (the controller gets --token-file)
     "token_file": "/etc/tarn/token",

@@ -312,6 +312,8 @@ def test_triton_command_and_files() -> None:
         "--port": "8000",
         "--grpc-port": "8001",
         "--metrics-port": "8002",
+        "--openai-max-generations": "0",
+        "--openai-admission": "fair",
         "--address": "10.0.0.1",
         "--tp": "2",
         "--pp": "1",

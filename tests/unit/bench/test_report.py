@@ -288,6 +288,26 @@ def documents() -> dict[str, dict[str, Any]]:
                 }
             ],
         },
+        "tenancy": {
+            "bench": "tenancy",
+            "quiet": {
+                "alone": {"p50_ms": 8.0, "p99_ms": 20.0, "n": 40},
+                "fair": {"p50_ms": 8.5, "p99_ms": 25.0, "n": 40},
+                "fifo": {"p50_ms": 2000.0, "p99_ms": 2300.0, "n": 40},
+            },
+            "flood_rate": {"fair": 12.0, "fifo": 14.0},
+            "figures": [
+                {
+                    "name": "quiet TTFT p50, flood, fair",
+                    "value": 8.5,
+                    "unit": "ms",
+                    "baseline": 8.0,
+                    "baseline_name": "alone",
+                    "goal": "<= 1.2x alone",
+                    "met": True,
+                }
+            ],
+        },
         "activator": {
             "bench": "activator",
             "overload": {

@@ -428,6 +428,7 @@ def test_the_znode_carries_the_openai_port_where_a_front_runs(
 QUEUED = TritonSample(NOW, 0.0, 0.0, 0.0, pending=5.0)
 STREAMING = FrontSample(counters={}, streams={"a": 3.0, "b": 2.0})
 LOADED = Load(0.5, 1.0, 2.0, 0.0, None)
+HOLDING = FrontSample(counters={}, streams={}, queued={("alice", "a"): 2.0, ("bob", "b"): 1.0})
 
 
 @pytest.mark.parametrize(
@@ -437,6 +438,8 @@ LOADED = Load(0.5, 1.0, 2.0, 0.0, None)
         ("load", Scrape(True, QUEUED, None), None, None),
         ("queue", Scrape(True, QUEUED, None, front=STREAMING), LOADED, 5.0),
         ("queue", Scrape(True, None, None), LOADED, None),  # metrics not read this tick
+        # the front's admission queue counts beside Triton's pending requests (issue 49)
+        ("queue", Scrape(True, QUEUED, None, front=HOLDING), LOADED, 8.0),
         ("streams", Scrape(True, QUEUED, None, front=STREAMING), LOADED, 5.0),  # every model together
         ("streams", Scrape(True, QUEUED, None, front=FrontSample({}, {})), LOADED, 0.0),  # read: none
         ("streams", Scrape(True, QUEUED, None), LOADED, None),  # front not read: unknown, not 0

@@ -20,6 +20,7 @@ from typing import NoReturn
 from tarn.errors import ConfigError
 from tarn.stdlib.api_token import well_formed
 from tarn.stdlib.config.declaration import MODEL_VERIFY_MODES, RUNTIMES, SCALE_SIGNALS, TarnConfig, cli_flag
+from tarn.stdlib.openai.admission import POLICIES
 
 SHELL_METACHARACTERS = frozenset(";|&$`<>\\'\"\n\r")
 _WHITESPACE = frozenset(" \t\v\f")
@@ -194,6 +195,17 @@ def _check_port_stride(c: TarnConfig) -> None:
                     "choose another stride",
                 )
             taken[port] = where
+
+
+def _check_openai_admission(c: TarnConfig) -> None:
+    if c.openai_max_generations < 0:
+        fail(
+            "openai_max_generations",
+            f"{c.openai_max_generations} is negative",
+            "give 0 (the model's own max_concurrent_generations) or the generations a front runs at once",
+        )
+    if c.openai_admission not in POLICIES:
+        fail("openai_admission", f"{show(c.openai_admission)} is unknown", "use fair or fifo")
 
 
 def _check_parallelism(c: TarnConfig) -> None:
@@ -461,6 +473,7 @@ _CHECKS: tuple[Callable[[TarnConfig], None], ...] = (
     _check_model_repository,
     _check_image,
     _check_ports,
+    _check_openai_admission,
     _check_parallelism,
     _check_resources,
     _check_scaling,

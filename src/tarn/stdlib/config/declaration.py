@@ -15,6 +15,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, Literal
 
 from tarn.stdlib.api_token import Secret
+from tarn.stdlib.openai.admission import POLICIES, Policy
 
 Runtime = Literal["docker", "process"]
 RUNTIMES: tuple[Runtime, ...] = ("docker", "process")
@@ -186,6 +187,23 @@ class TarnConfig:
              "Shifted by O(port_stride) like Triton's ports. Left out: no front.",
              "Discovery carries it (C(openai_port) in each instance's znode):",
              "HAProxy routes C(/v1/) to it."),
+    )  # fmt: skip
+    openai_max_generations: int = option(
+        0, "--openai-max-generations", group="ports and API", type=int, launcher=True, metavar="N",
+        help="generations of a model at once per OpenAI front, the rest queued in --openai-admission's "
+        "order (default 0: the model's own max_concurrent_generations parameter; neither: no queue)",
+        doc=("Generations of a model at once per OpenAI front (its batch slots); the rest wait in",
+             "O(openai_admission)'s order.",
+             "C(0) (the default): the model's own C(max_concurrent_generations) parameter in its",
+             "C(config.pbtxt); where it has none, nothing waits."),
+    )  # fmt: skip
+    openai_admission: Policy = option(
+        "fair", "--openai-admission", group="ports and API", choices=POLICIES, launcher=True,
+        help="order of the requests waiting for a slot: fair (priority bands, a fair share of the slots "
+        "per user, weighted fair queuing) or fifo (first come, first served)",
+        doc=("Order of the requests waiting for a generation slot at each OpenAI front.",
+             "C(fair) (the default): a fair share of the slots for each active user and weighted fair",
+             "queuing across users (docs/openai.md); C(fifo): first come, first served."),
     )  # fmt: skip
     address: str = option(
         "0.0.0.0",  # noqa: S104 - the seeds' bind address; Triton must be reachable

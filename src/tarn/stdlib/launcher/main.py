@@ -115,6 +115,8 @@ def front_command(args: argparse.Namespace, python: str) -> list[str] | None:
         f"--host={args.address}",
         f"--triton-url={local_url(args.address, http)}",
         *([f"--token-file={args.front_token_file}"] if args.front_token_file else []),
+        f"--max-generations={args.openai_max_generations}",
+        f"--admission={args.openai_admission}",
     ]
 
 

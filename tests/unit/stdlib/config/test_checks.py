@@ -217,6 +217,8 @@ BAD: list[tuple[str, list[str], dict[str, str], str]] = [
     ("service-name-upper", ["--service-name", "Tarn"], {}, "--service-name"),
     ("queue-metachar", ["--queue", "q;x"], {}, "--queue"),
     ("runtime-unknown", ["--runtime", "podman"], {}, "--runtime"),
+    ("max-generations-negative", ["--openai-max-generations", "-1"], {}, "--openai-max-generations"),
+    ("admission-unknown", ["--openai-admission", "lottery"], {}, "--openai-admission"),
     ("stride-needed", ["--no-anti-affinity", "--max-instances", "3"], {}, "--port-stride"),
     (
         "stride-clash",

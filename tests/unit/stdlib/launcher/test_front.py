@@ -86,10 +86,16 @@ def test_the_front_is_bound_like_triton_and_speaks_to_its_own() -> None:
         "--port=9010",
         "--host=10.0.0.7",
         "--triton-url=http://10.0.0.7:8010",
+        "--max-generations=0",  # the model's own max_concurrent_generations
+        "--admission=fair",
     ]
     assert front_command(launcher_args(), "python3") is None
     with_token = launcher_args("--openai-port", "9000", "--front-token-file", "tarn-token")
-    assert (front_command(with_token, "python3") or [])[-1:] == ["--token-file=tarn-token"]
+    assert "--token-file=tarn-token" in (front_command(with_token, "python3") or [])
+    admitting = launcher_args(
+        "--openai-port", "9000", "--openai-max-generations", "4", "--openai-admission", "fifo"
+    )
+    assert (front_command(admitting, "python3") or [])[-2:] == ["--max-generations=4", "--admission=fifo"]
 
 
 def test_the_fronts_environment_finds_this_package_and_keeps_the_containers_path() -> None:
