@@ -14,7 +14,10 @@ the other instance's Triton is killed under a stream and a load of new requests 
 with an error event, new requests fail none), beside 120 s streams through each entry on the
 survivor and streams silent for 100 s before their first token. The second instance is the
 autoscaler's (``--scale-on streams``), and a new stream through either entry goes to it, the
-instance with fewer streams.
+instance with fewer streams. Last, admission (issue 49): beside tiny_lm the repository holds a copy
+with 2 generation slots in its config (``max_concurrent_generations``, which the fronts read: the
+service runs with ``--openai-max-generations``' default), and while alice floods it through Knox
+bob, through Knox too, waits for no slot: the fronts keep his share free.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import re
 import socket
 import ssl
 import statistics
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -75,6 +79,28 @@ HAPROXY_USER = "anonymous"  # the fronts' name for a request without X-TARN-User
 STREAMS_UP_AT, COOLDOWN_MS = 2.5, 20000
 SILENCE_S, SILENT_TOKENS = 100.0, 3  # a long prefill or a model's thinking: no byte for 100 s
 QUIT_SILENCE_S = 30.0  # a prefill its client leaves: over two heartbeats, over soon after
+SLOTTED, SLOTS = "tiny_lm_2_slots", 2  # tiny_lm whose config declares 2 generation slots (issue 49)
+FLOOD, FLOOD_TOKENS, FLOOD_DELAY_S = 8, 40, 0.05  # alice's streams at once, of 2 s each
+QUIET_REQUESTS, QUIET_TOKENS = 10, 4  # bob's, one at a time
+
+
+def slotted_model(scratch: Path) -> Path:
+    """examples/llm_repository's tiny_lm under another name, with SLOTS generation slots declared."""
+    source = ROOT / "examples" / "llm_repository" / MODEL
+    staged = scratch / SLOTTED
+    for path in sorted(source.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            target = staged / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    config = staged / "config.pbtxt"
+    text = config.read_text().replace(f'name: "{MODEL}"', f'name: "{SLOTTED}"')
+    text, count = re.subn(
+        r'(key: "max_concurrent_generations"\s*value: \{ string_value: )"\d+"', rf'\1"{SLOTS}"', text
+    )
+    assert count == 1, "tiny_lm's config has no max_concurrent_generations to set"
+    config.write_text(text)
+    return staged
 
 
 def api(timeout: float = 60) -> openai.OpenAI:
@@ -84,10 +110,10 @@ def api(timeout: float = 60) -> openai.OpenAI:
     )
 
 
-def knox_api(timeout: float = 60) -> openai.OpenAI:
-    """The official client on Knox's /v1 as alice (LDAP, Basic), no retries."""
+def knox_api(timeout: float = 60, user: str = "alice") -> openai.OpenAI:
+    """The official client on Knox's /v1 as ``user`` (LDAP, Basic), no retries."""
     trusted = ssl.create_default_context(cafile=str(CERT))
-    transport = httpx2.Client(auth=("alice", PASSWORDS["alice"]), verify=trusted, timeout=timeout)
+    transport = httpx2.Client(auth=(user, PASSWORDS[user]), verify=trusted, timeout=timeout)
     return openai.OpenAI(
         base_url=f"https://{KNOX}/v1", api_key="unused", max_retries=0, http_client=transport
     )
@@ -150,6 +176,8 @@ def llm(rm: ResourceManager, hdfs: WebHdfsClient, zk_hosts: str) -> Iterator[Llm
     token = LAB_TOKEN.read_text().strip()
     tarn("destroy", "--service-name", SERVICE, "--user", LAB_USER, *CLUSTER, timeout=600)
     hdfs.upload_tree(ROOT / "examples" / "llm_repository", MODELS_ON_HDFS)
+    with tempfile.TemporaryDirectory() as scratch:
+        hdfs.upload_tree(slotted_model(Path(scratch)), f"{MODELS_ON_HDFS}/{SLOTTED}")
     submitted_at = time.time()
     submitted = tarn(
         "submit", "--service-name", SERVICE, "--user", LAB_USER, *lab_client.runtime_args(),
@@ -245,7 +273,7 @@ def settled_totals(service: Service) -> tuple[float, float]:
 
 def test_chat_and_completions_streamed_and_not_and_the_counters_match(llm: Llm) -> None:
     client = api()
-    assert [m.id for m in client.models.list()] == [MODEL]
+    assert sorted(m.id for m in client.models.list()) == sorted([MODEL, SLOTTED])
     messages: list[Any] = [{"role": "user", "content": PROMPT}]
     prompt_tokens, completion_tokens = settled_totals(llm.service)  # the burst's, summed
 
@@ -668,3 +696,83 @@ def test_120_s_streams_arrive_whole_while_the_other_instance_is_killed_under_a_s
         assert isinstance(cut.error, openai.APIError), "a cut stream must end with an error event"
         assert cut.times, "the doomed stream had started"
     assert (load.ok > 0, load.failed) == (True, [])
+
+
+# ---- admission (issue 49): a fair share of a model's slots
+def slotted_ttft(client: openai.OpenAI, tokens: int, index: int) -> float:
+    """One streamed completion of the slotted model, read whole: seconds to its first token."""
+    began, first = time.monotonic(), 0.0
+    for chunk in client.completions.create(
+        model=SLOTTED, prompt=f"{PROMPT}, {index}", max_tokens=tokens, temperature=0, stream=True,
+        extra_body=parameters(FLOOD_DELAY_S),
+    ):  # fmt: skip
+        if chunk.choices and chunk.choices[0].text and not first:
+            first = time.monotonic() - began
+    assert first, "a stream without text"
+    return first
+
+
+def waited(llm: Llm, user: str) -> tuple[float, float]:
+    """The seconds ``user`` waited for a slot of the slotted model, and its requests, every front."""
+    labels = {"user": user, "model": SLOTTED}
+    records = llm.records()
+    return (
+        sum(front_metric(r, "tarn_openai_queue_wait_seconds_sum", **labels) for r in records),
+        sum(front_metric(r, "tarn_openai_queue_wait_seconds_count", **labels) for r in records),
+    )
+
+
+def queued(llm: Llm, user: str) -> float:
+    return sum(front_metric(r, "tarn_openai_queued_requests", user=user) for r in llm.records())
+
+
+def test_a_quiet_user_waits_for_no_slot_while_another_floods_the_model(llm: Llm) -> None:
+    """The slotted model (2 slots per front): bob through Knox alone, then beside alice's flood of
+    8 streams at once through Knox and HAProxy's anonymous requests. The fronts admit alice only
+    to the slots bob's share leaves: she waits, he does not (his mean wait for a slot under 0.3 s,
+    the fronts' own histogram), and everyone's streams arrive whole."""
+    bob = knox_api(timeout=300, user="bob")
+    slotted_ttft(bob, 1, -1)  # wakes the service if it is at zero, loads the fronts' slot counts
+    alone = [slotted_ttft(bob, QUIET_TOKENS, n) for n in range(QUIET_REQUESTS)]
+    bob_before, alice_before = waited(llm, "bob"), waited(llm, "alice")
+    stopping, flooded, failures = threading.Event(), [0], []
+
+    def flood(stream: int) -> None:
+        alice = knox_api(timeout=300)
+        index = 0
+        while not stopping.is_set():
+            try:
+                slotted_ttft(alice, FLOOD_TOKENS, stream * 1000 + index)
+                flooded[0] += 1
+            except (openai.APIError, AssertionError) as exc:
+                failures.append(repr(exc))
+            index += 1
+
+    workers = [threading.Thread(target=flood, args=(n,)) for n in range(FLOOD)]
+    for worker in workers:
+        worker.start()
+    try:
+        wait_for(lambda: queued(llm, "alice") > 0, 60, "alice's streams queued at a front")
+        beside = [slotted_ttft(bob, QUIET_TOKENS, 100 + n) for n in range(QUIET_REQUESTS)]
+        anonymous = [slotted_ttft(api(timeout=300), QUIET_TOKENS, 200 + n) for n in range(3)]
+    finally:
+        stopping.set()
+        for worker in workers:
+            worker.join(120)
+    (bob_s, bob_n), (alice_s, alice_n) = (
+        tuple(after - before for after, before in zip(waited(llm, user), start, strict=True))
+        for user, start in (("bob", bob_before), ("alice", alice_before))
+    )
+    median_alone, median_beside = statistics.median(alone), statistics.median(beside)
+    print(
+        f"\nadmission: bob's time to first token alone {median_alone * 1000:.0f} ms (median), beside"
+        f" alice's {FLOOD} streams {median_beside * 1000:.0f} ms ({median_beside / median_alone:.2f}x);"
+        f" waits for a slot: bob {bob_s:.2f} s over {bob_n:.0f} requests, alice {alice_s:.1f} s over"
+        f" {alice_n:.0f} ({flooded[0]} of her streams whole, {len(failures)} failed);"
+        f" HAProxy's anonymous ones {[round(t * 1000) for t in anonymous]} ms"
+    )
+    assert failures == []
+    assert alice_s > 1.0, "alice's flood never waited: the slots were not the bound"
+    assert bob_n >= QUIET_REQUESTS
+    # One of alice's generations is 2 s: a bob admitted behind her queue would wait that or more.
+    assert bob_s / bob_n < 0.3, f"bob waited {bob_s / bob_n:.2f} s per request for a slot behind alice"
