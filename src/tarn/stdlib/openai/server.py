@@ -408,11 +408,14 @@ class Front:
             if not ticket.admitted:
                 started = self._starts[ticket] = asyncio.get_running_loop().create_future()
                 await self._beating(started, generation, identity, reply)
+        except BaseException:
+            # Gone while waiting: its place goes, its tenant is not charged; or admitted in the
+            # same moment it went (the cancel wins the wake-up): its slot goes back.
+            admission.leave(ticket)
+            raise
         finally:
             self.counters.queued(user, model, -1)
             self._starts.pop(ticket, None)
-            if not ticket.admitted:
-                admission.leave(ticket)  # it never started: its place goes, its tenant is not charged
         self.counters.waited(user, model, self.clock() - arrived)
         try:
             yield

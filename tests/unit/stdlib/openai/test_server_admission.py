@@ -3,6 +3,8 @@ test_server, the slots from ``Limits`` or from the model's config, over HTTP on 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import json
 import threading
@@ -14,7 +16,10 @@ import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tarn.stdlib.openai.admission import Limits, Policy
+from tarn.stdlib.openai import mapping
+from tarn.stdlib.openai.admission import Limits, Policy, Tenant
+from tarn.stdlib.openai.mapping import Identity
+from tarn.stdlib.openai.server import Front, Reply, Triton
 from tarn.stdlib.openai.tenancy import Tenancy, TenancyFile, parse
 from tests.unit.stdlib.openai.test_server import Running, as_user, eventually, run_front
 
@@ -216,3 +221,31 @@ def test_a_bad_tenancy_file_names_the_field(document: Any, names: str) -> None:
 
 def test_no_tenancy_file_makes_everyone_equal() -> None:
     assert TenancyFile(None).current() == Tenancy()
+
+
+def test_a_request_cancelled_as_its_slot_comes_gives_the_slot_back() -> None:
+    """The slot is given (its future set) and the client goes in the same turn of the loop: the
+    cancel wins, and the slot must not stay taken by a request that never runs."""
+    front = Front(Triton(), admission=Limits(slots=1))
+
+    async def race() -> tuple[int, int]:
+        front.counters.has_model("tiny")
+        admission = await front._admission("tiny")
+        assert admission is not None
+        holder = admission.arrive(Tenant("alice"))
+        generation = mapping.completion_generation({"model": "tiny", "prompt": "x"})
+        identity = Identity("cmpl-1", 0)
+
+        async def waiter() -> None:
+            async with front._slot(generation, identity, "bob", Reply(None)):  # type: ignore[arg-type]
+                pytest.fail("a cancelled request ran")
+
+        task = asyncio.ensure_future(waiter())
+        await asyncio.sleep(0)  # bob waits
+        admission.leave(holder)  # bob's slot: his future is set...
+        task.cancel()  # ...and he goes before he wakes
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return admission.running, admission.waiting
+
+    assert asyncio.run(race()) == (0, 0)
