@@ -40,7 +40,7 @@ from tarn.activator.route import Route, is_openai, route, too_busy, waited_too_l
 from tarn.haproxy.plan import Endpoint
 from tarn.haproxy.sources import Instances
 from tarn.stdlib.http1 import Bounds, ClientError, Request, linger, read_request
-from tarn.stdlib.openai.mapping import OpenAIError
+from tarn.stdlib.openai.mapping import OpenAIError, unreadable
 from tarn.stdlib.openai.server import client_gone
 
 log = logging.getLogger("tarn.activator")
@@ -188,7 +188,11 @@ class Activator:
             await _refuse(reader, writer, self._busy(None, f"the room for held requests is full ({exc})"))
             return "overflow"
         except ClientError as exc:
-            await _refuse(reader, writer, answer(exc.status, f"activator: {exc}"))
+            if exc.target is not None and is_openai(exc.target):  # an OpenAI client reads its shape
+                refusal = self._here(unreadable(exc.status, str(exc)))
+            else:
+                refusal = answer(exc.status, f"activator: {exc}")
+            await _refuse(reader, writer, refusal)
             return "bad_request"
         finally:
             self._reading_bytes -= taken

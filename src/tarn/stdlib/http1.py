@@ -39,11 +39,13 @@ class Bounds:
 
 
 class ClientError(Exception):
-    """A request the listener will not take; ``status`` is the 4xx to answer, the message says why."""
+    """A request the listener will not take; ``status`` is the 4xx to answer, the message says why;
+    ``target`` the request's, when its head was read (an answer's shape may follow the path)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, target: str | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.target = target
 
 
 @dataclass(frozen=True)
@@ -89,20 +91,29 @@ async def read_request(
             task.cancel()
 
     timer = asyncio.get_running_loop().call_later(bounds.read_s, expire)
+    target: list[str] = []  # the request's, once its head is read
     try:
-        return await _read(reader, writer, bounds, charge)
+        return await _read(reader, writer, bounds, charge, target)
     except asyncio.CancelledError:
         if not expired:
             raise
         if task is not None and hasattr(task, "uncancel"):
             task.uncancel()  # ours, not the caller's: the task goes on to answer the 408
-        raise ClientError(408, f"request not received whole within {bounds.read_s:g} s") from None
+        message = f"request not received whole within {bounds.read_s:g} s"
+        raise ClientError(408, message, next(iter(target), None)) from None
+    except ClientError as exc:
+        exc.target = next(iter(target), None)
+        raise
     finally:
         timer.cancel()
 
 
 async def _read(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter | None, bounds: Bounds, charge: Charge | None
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter | None,
+    bounds: Bounds,
+    charge: Charge | None,
+    target: list[str],
 ) -> Request | None:
     connection = h11.Connection(h11.SERVER, max_incomplete_event_size=bounds.head_bytes)
     head: Request | None = None
@@ -121,6 +132,7 @@ async def _read(
             received += len(data)
             connection.receive_data(data)
         elif isinstance(event, h11.Request):
+            target.append(event.target.decode("ascii", "replace"))
             # h11 bounds only a head still incomplete: one that came whole in a later read passed
             if received - len(connection.trailing_data[0]) > bounds.head_bytes:
                 raise ClientError(431, f"request head over {bounds.head_bytes} bytes")

@@ -222,6 +222,21 @@ def test_a_body_over_the_bound_gets_a_413_the_client_can_read() -> None:
     assert b"over 1048576" in body
 
 
+def test_an_openai_request_it_cannot_read_gets_openais_error_shape() -> None:
+    """Issue 48: the 413 and 408 of a /v1 request were plain text; the official client reads
+    OpenAI's JSON. Other paths keep the plain answer."""
+    with run_activator(Limits(max_body_bytes=1 << 20, read_s=0.3)) as running:
+        status, headers, body = running.call(b"x" * (2 * 1024 * 1024), path="/v1/chat/completions")
+        assert (status, headers["Content-Type"]) == (413, "application/json")
+        assert json.loads(body)["error"]["code"] == "request_too_large"
+        with socket.create_connection(("127.0.0.1", running.port), timeout=5) as raw:
+            raw.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
+            reply = raw.recv(65536)
+        head, _sep, answer = reply.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408 "), reply[:100]
+        assert json.loads(answer)["error"]["code"] == "request_timeout"
+
+
 def test_bodies_being_read_share_the_room_of_held_ones() -> None:
     # issue 48, row 4: each slow upload could take up to the whole room (256 MiB) at once.
     with run_activator(Limits(max_held_bytes=1000, read_s=5)) as running:

@@ -72,6 +72,15 @@ def invalid(param: str, problem: str) -> OpenAIError:
     return OpenAIError(400, f"{param}: {problem}", param=param)
 
 
+# The error codes of the 4xx answers to requests that could not be read (OpenAI's error.code).
+UNREADABLE_CODES = {408: "request_timeout", 413: "request_too_large", 431: "request_header_too_large"}
+
+
+def unreadable(status: int, why: str) -> OpenAIError:
+    """The answer to a request that could not be read (tarn.stdlib.http1's ClientError)."""
+    return OpenAIError(status, f"Bad HTTP request: {why}", code=UNREADABLE_CODES.get(status))
+
+
 def model_not_found(model: str) -> OpenAIError:
     return OpenAIError(404, f"The model `{model}` does not exist", param="model", code="model_not_found")
 

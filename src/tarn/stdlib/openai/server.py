@@ -61,8 +61,6 @@ MAX_CONNECTIONS = 1024
 HEARTBEAT = chunk(b": keep-alive\n\n")  # a comment line: SSE clients skip it
 # A model's parameter in its config.pbtxt: how many generations it runs at once (its batch slots).
 SLOTS_PARAMETER = "max_concurrent_generations"
-# The error codes of the 4xx answers to requests that could not be read (OpenAI's error.code).
-CLIENT_ERROR_CODES = {408: "request_timeout", 413: "request_too_large", 431: "request_header_too_large"}
 
 
 @dataclass(frozen=True)
@@ -214,8 +212,7 @@ class Front:
             try:
                 request = await read_request(reader, writer, Bounds(self.max_body, self.read_s))
             except ClientError as exc:
-                message = f"Bad HTTP request: {exc}"
-                raise OpenAIError(exc.status, message, code=CLIENT_ERROR_CODES.get(exc.status)) from exc
+                raise mapping.unreadable(exc.status, str(exc)) from exc
             if request is not None:
                 await self._route(request, reader, reply)
         except OpenAIError as exc:
