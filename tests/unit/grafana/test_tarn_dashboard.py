@@ -17,7 +17,8 @@ DASHBOARD = ROOT / "grafana" / "tarn-dashboard.json"
 
 
 def exposed_series() -> set[str]:
-    """With an OpenAI front that generated once, so its histograms' _bucket samples are there."""
+    """With an OpenAI front that generated once and queued one (admission), so its histograms'
+    _bucket samples are there."""
     lab = make(instances=2, scraper_type=FrontScraper, openai_port=9000, anti_affinity=False, port_stride=10)
     assert isinstance(lab.scraper, FrontScraper)
     lab.scraper.inflight = {"triton-0": 1.0}
@@ -27,6 +28,8 @@ def exposed_series() -> set[str]:
     front.ended("alice", "tiny_lm", "completed", 3, 2)
     front.first_token_after("tiny_lm", 0.04)
     front.between_tokens_took("tiny_lm", 0.02)
+    front.queued("alice", "tiny_lm", 1)
+    front.waited("alice", "tiny_lm", 0.5)
     lab.ticks(2)
     text = render(metrics_registry(lab.controller, dict)).decode()
     return {sample.name for family in text_string_to_metric_families(text) for sample in family.samples} | {
