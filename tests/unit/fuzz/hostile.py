@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import h11
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -505,6 +506,18 @@ USER_LINES = st.lists(st.one_of(st.sampled_from(USERS), NAMES), min_size=1, max_
 JUNK_HEADERS = st.lists(st.sampled_from(JUNK_LINES), min_size=1, max_size=3)
 FOLDS = st.sampled_from([b" folded", b"\tfolded: x"])
 MANY = st.sampled_from([101, 2000])
+
+
+# How each listener's suite runs its examples: 2,000, the same ones every run (derandomized, no
+# example database), each as slow as it takes (a listener's bound is checked by the test itself),
+# and raw requests large by design.
+HOSTILE_SETTINGS = settings(
+    max_examples=2000,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
 
 
 @functools.cache

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import h11
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tarn.activator.command import serve
@@ -39,6 +39,7 @@ from tarn.haproxy.plan import Endpoint
 from tarn.haproxy.sources import Instance, Instances
 from tarn.stdlib.http1 import MAX_HEAD
 from tests.unit.fuzz.hostile import (
+    HOSTILE_SETTINGS,
     JSON,
     OPENAI_DOCUMENTS,
     TEXT,
@@ -292,17 +293,7 @@ def test_hostile_requests() -> None:
     504, what is passed on intact, nothing logged; nothing held or open after each."""
     with troubles() as seen, activator_on_loopback(LIMITS) as served:
 
-        @settings(
-            max_examples=2000,
-            deadline=None,
-            derandomize=True,
-            database=None,
-            suppress_health_check=[
-                HealthCheck.too_slow,
-                HealthCheck.data_too_large,
-                HealthCheck.large_base_example,
-            ],
-        )
+        @HOSTILE_SETTINGS
         @given(raw=requests(SURFACE), listed=LISTED)
         def one(raw: Raw, listed: str) -> None:
             served.source_lists(listed)

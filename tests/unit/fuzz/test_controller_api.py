@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tarn.controller.server as server_module
@@ -43,6 +43,7 @@ from tarn.stdlib.api_token import Secret
 from tests.support.controller import TOKEN, ModelScraper, make
 from tests.support.ranger_documents import BASIC, USERS
 from tests.unit.fuzz.hostile import (
+    HOSTILE_SETTINGS,
     Answer,
     Raw,
     Slow,
@@ -175,17 +176,7 @@ def test_hostile_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(server_module, "IDLE_TIMEOUT_S", 2.0)  # an example it waits on fails sooner
     with troubles() as seen, api(ranger=False) as plain, api(ranger=True) as ranger:
 
-        @settings(
-            max_examples=2000,
-            deadline=None,
-            derandomize=True,
-            database=None,
-            suppress_health_check=[
-                HealthCheck.too_slow,
-                HealthCheck.data_too_large,
-                HealthCheck.large_base_example,
-            ],
-        )
+        @HOSTILE_SETTINGS
         @given(raw=requests(SURFACE), with_ranger=st.booleans())
         def one(raw: Raw, with_ranger: bool) -> None:
             server = ranger if with_ranger else plain

@@ -22,13 +22,14 @@ import time
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tarn.stdlib.openai.counters as counters_module
 from tarn.stdlib.openai.trust import PROOF_WINDOW_S, proof
 from tests.unit.fuzz.hostile import (
     GOOD_MODELS,
+    HOSTILE_SETTINGS,
     NAMES,
     OPENAI_DOCUMENTS,
     OPENAI_FIELDS,
@@ -147,17 +148,7 @@ def test_hostile_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(counters_module, "MAX_USERS", MAX_USERS)
     with troubles() as seen, run_front(read_s=READ_S, wall=lambda: WALL) as running:
 
-        @settings(
-            max_examples=2000,
-            deadline=None,
-            derandomize=True,
-            database=None,
-            suppress_health_check=[
-                HealthCheck.too_slow,
-                HealthCheck.data_too_large,
-                HealthCheck.large_base_example,
-            ],
-        )
+        @HOSTILE_SETTINGS
         @given(raw=requests(SURFACE))
         def one(raw: Raw) -> None:
             check_front_answer(raw, exchange(running.port, raw, ANSWER_S))
