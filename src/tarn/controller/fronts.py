@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from prometheus_client.core import Metric
 from prometheus_client.parser import text_string_to_metric_families
@@ -51,15 +52,14 @@ _SUFFIXES = ("_total", "_bucket", "_sum", "_count")
 Labels = tuple[tuple[str, str], ...]  # sorted (name, value) pairs
 Series = tuple[str, Labels]  # a sample's name and labels
 UserModel = tuple[str, str]
+Key = TypeVar("Key")
 
 
 @dataclass(frozen=True)
 class FrontSample:
     counters: Mapping[Series, float]  # every sample of MONOTONE
     streams: Mapping[str, float]  # streams in flight by model
-    queued: Mapping[tuple[str, str], float] = field(
-        default_factory=dict
-    )  # waiting for a slot, by (user, model)
+    queued: Mapping[UserModel, float] = field(default_factory=dict)  # waiting for a slot
 
     @property
     def queued_total(self) -> float:
@@ -108,22 +108,13 @@ def add(totals: dict[Series, float], deltas: Mapping[Series, float]) -> None:
         totals[series] = totals.get(series, 0.0) + increase
 
 
-def streams_by_model(per_instance: Iterable[Mapping[str, float]]) -> dict[str, float]:
-    summed: dict[str, float] = {}
-    for streams in per_instance:
-        for model, value in streams.items():
-            summed[model] = summed.get(model, 0.0) + value
-    return summed
-
-
-def queued_by_user_and_model(
-    per_instance: Iterable[Iterable[tuple[tuple[str, str], float]]],
-) -> dict[tuple[str, str], float]:
-    summed: dict[tuple[str, str], float] = {}
-    for queued in per_instance:
-        for key, value in queued:
-            summed[key] = summed.get(key, 0.0) + value
-    return summed
+def summed(per_instance: Iterable[Mapping[Key, float]]) -> dict[Key, float]:
+    """Each instance's gauge, every instance together: streams by model, queued by user and model."""
+    total: dict[Key, float] = {}
+    for values in per_instance:
+        for key, value in values.items():
+            total[key] = total.get(key, 0.0) + value
+    return total
 
 
 def _order(series: Series) -> tuple[object, ...]:

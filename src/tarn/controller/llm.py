@@ -150,7 +150,7 @@ def view(totals: Mapping[Series, float], instances: Sequence[InstanceView]) -> L
         )
         for (user, model), row in sorted(used.items())
     )
-    streams = fronts.streams_by_model(dict(i.openai_streams) for i in instances)
+    streams = fronts.summed(dict(i.openai_streams) for i in instances)
     first = _buckets(totals, TIME_TO_FIRST)
     between = set(_buckets(totals, TIME_BETWEEN))
     models = tuple(

@@ -162,8 +162,8 @@ def _openai(snap: Snapshot, totals: dict[Series, float]) -> Iterator[Metric]:
     instance: the load signal for routing and scaling by streams)."""
     yield from fronts.families(
         totals,
-        fronts.streams_by_model(dict(i.openai_streams) for i in snap.instances),
-        fronts.queued_by_user_and_model(i.openai_queued for i in snap.instances),
+        fronts.summed(dict(i.openai_streams) for i in snap.instances),
+        fronts.summed(dict(i.openai_queued) for i in snap.instances),
     )
     streams = GaugeMetricFamily(
         "tarn_container_openai_streams",

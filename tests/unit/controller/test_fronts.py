@@ -15,7 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tarn.controller import fronts, llm
-from tarn.controller.fronts import FrontSample, Series, front_deltas, parse_front_metrics, streams_by_model
+from tarn.controller.fronts import FrontSample, Series, front_deltas, parse_front_metrics, summed
 from tarn.controller.metrics import metrics_registry, render
 from tarn.controller.observe import Container, Scraper
 from tarn.stdlib.api_token import Secret
@@ -84,7 +84,7 @@ def test_increases_between_two_samples(
 
 
 def test_streams_are_summed_by_model() -> None:
-    assert streams_by_model([{"a": 2.0}, {}, {"a": 1.0, "b": 3.0}]) == {"a": 3.0, "b": 3.0}
+    assert summed([{"a": 2.0}, {}, {"a": 1.0, "b": 3.0}]) == {"a": 3.0, "b": 3.0}
 
 
 # ---- the whole way: ticks, totals, /metrics
