@@ -9,14 +9,15 @@ flight per model.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
+from typing import TypeVar
 
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from tarn.stdlib.exposition import buckets, label, render
+from tarn.stdlib.exposition import Family, buckets, label, render
 from tarn.stdlib.openai import metric_names as names
 
 # Seconds. The first token waits for the queue and the prompt; the next ones for one step each.
@@ -52,6 +53,7 @@ class Histogram:
 
 
 UserModel = tuple[str, str]
+Key = TypeVar("Key")
 
 
 @dataclass
@@ -103,11 +105,7 @@ class Counters:
         self.queued_now[key] = self.queued_now.get(key, 0) + change
 
     def waited(self, user: str, model: str, seconds: float) -> None:
-        key = (self.user_label(user), model)
-        found = self.queue_wait.get(key)
-        if found is None:
-            found = self.queue_wait[key] = Histogram(QUEUE_WAIT_BUCKETS)
-        found.observe(seconds)
+        _histogram(self.queue_wait, (self.user_label(user), model), QUEUE_WAIT_BUCKETS).observe(seconds)
 
     def ended(self, user: str, model: str, outcome: str, prompt: int, completion: int) -> None:
         """A generation is over: its outcome and its tokens (a cancelled one's, up to the cancel)."""
@@ -118,11 +116,12 @@ class Counters:
         self.requests[(user, model, outcome)] = self.requests.get((user, model, outcome), 0) + 1
 
 
-def _histogram(histograms: dict[str, Histogram], model: str, bounds: tuple[float, ...]) -> Histogram:
-    """The model's histogram, made the first time only (this runs for every token)."""
-    found = histograms.get(model)
+def _histogram(histograms: dict[Key, Histogram], key: Key, bounds: tuple[float, ...]) -> Histogram:
+    """The histogram of ``key`` (a model; a user and model), made the first time only (this runs
+    for every token)."""
+    found = histograms.get(key)
     if found is None:
-        found = histograms[model] = Histogram(bounds)
+        found = histograms[key] = Histogram(bounds)
     return found
 
 
@@ -150,24 +149,25 @@ class CountersCollector(Collector):
         for model, value in sorted(counters.streams_in_flight.items()):
             streams.add_metric([label(model)], value)
         yield streams
-        for family, histograms in (
+        for family, by_model in (
             (names.TIME_TO_FIRST_TOKEN, counters.first_token),
             (names.TIME_BETWEEN_TOKENS, counters.between_tokens),
         ):
-            timings = family.histogram()
-            for model, histogram in sorted(histograms.items()):
-                cumulated = buckets(histogram.bounds, accumulate(histogram.counts), histogram.count)
-                timings.add_metric([label(model)], cumulated, histogram.total)
-            yield timings
+            yield histograms(family, (((model,), histogram) for model, histogram in by_model.items()))
         queued = names.QUEUED_REQUESTS.gauge()
         for (user, model), value in sorted(counters.queued_now.items()):
             queued.add_metric([label(user), label(model)], value)
         yield queued
-        waits = names.QUEUE_WAIT.histogram()
-        for (user, model), histogram in sorted(counters.queue_wait.items()):
-            cumulated = buckets(histogram.bounds, accumulate(histogram.counts), histogram.count)
-            waits.add_metric([label(user), label(model)], cumulated, histogram.total)
-        yield waits
+        yield histograms(names.QUEUE_WAIT, counters.queue_wait.items())
+
+
+def histograms(family: Family, by_labels: Iterable[tuple[tuple[str, ...], Histogram]]) -> Metric:
+    """``family``'s histograms, each under its label values (in the family's label order)."""
+    metric = family.histogram()
+    for values, histogram in sorted(by_labels, key=lambda item: item[0]):
+        cumulated = buckets(histogram.bounds, accumulate(histogram.counts), histogram.count)
+        metric.add_metric([label(value) for value in values], cumulated, histogram.total)
+    return metric
 
 
 def prometheus_text(counters: Counters) -> str:
