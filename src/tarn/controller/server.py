@@ -213,9 +213,8 @@ def make_handler(api: Api) -> type[BaseHTTPRequestHandler]:
 
         def parse_request(self) -> bool:
             read = super().parse_request()
-            self.connection.settimeout(
-                IDLE_TIMEOUT_S
-            )  # for the answer's writes: the head's deadline is spent
+            # The answer's writes get their own timeout: the head's deadline is spent.
+            self.connection.settimeout(IDLE_TIMEOUT_S)
             return read
 
         def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:

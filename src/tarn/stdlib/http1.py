@@ -24,9 +24,8 @@ READ_BYTES = 64 * 1024  # the most read from the socket at once
 # it). Clients chunk by kilobytes (http.client by 8 KiB): 16,384 pieces is 128 MiB of those.
 MAX_BODY_PIECES = 16_384
 YIELD_EVERY = 256  # pieces parsed from one read before the loop may serve others
-LINGER_BYTES = (
-    16 * 1024 * 1024
-)  # read and dropped after an error answer (a 413's body), so the client reads it
+# Read and dropped after an error answer (a 413's body), so that the client reads the answer.
+LINGER_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)

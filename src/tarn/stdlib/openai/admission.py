@@ -23,7 +23,7 @@ past the window are forgotten, so the state is bounded by what runs and waits. A
 cancelled while it waits leaves without a trace: tags are given at admission.
 
 Everything here is pure and synchronous; the server (tarn.stdlib.openai.server) awaits each
-ticket's admission and calls :meth:`Admission.done` when a generation ends.
+ticket's admission (``on_start``) and calls :meth:`Admission.leave` when a request ends.
 """
 
 from __future__ import annotations
