@@ -20,12 +20,15 @@ from tests.support.lab import LAB_MASTER, LAB_USER
 # the suite's time is YARN's and the lab's waits, not CPU. TARN_E2E_STREAM picks a process's files.
 # The edge stream has the files that need the edge's HAProxy path to themselves (each asserts
 # exactly which instances serve there) or count the lab's GPUs; the cluster stream has the rest.
+# test_tarn_modules and test_world need neither; they run there so that the two streams' shares of
+# the suite's time are about even (docs/ci.md).
 EDGE_STREAM = {
     "test_haproxy.py", "test_openai.py", "test_scale_to_zero.py", "test_chaos.py",
-    "test_lab_cluster.py", "test_docker.py",
+    "test_lab_cluster.py", "test_docker.py", "test_tarn_modules.py", "test_world.py",
 }  # fmt: skip
 STREAM = os.environ.get("TARN_E2E_STREAM", "")  # "edge", "cluster", or empty: the whole suite
 LOCK = os.environ.get("TARN_E2E_LOCK", "")  # the streams' shared lock file
+WAITED: dict[str, float] = {}  # test id -> seconds it waited for the other stream (over 1 s only)
 
 
 def in_stream(item: pytest.Item) -> bool:
@@ -36,6 +39,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The chaos suite goes last: it restarts the cluster's daemons under the other tests' feet.
     Tests marked ``before_chaos`` read what the others left (the daemons' logs) just before it.
     Tests marked ``suite_start`` go first: what they start lives through the suite (test_tokens).
+    Tests marked ``alone`` go in one block at the end (the chaos suite's after its others, then the
+    files of alone tests only; another file keeps its order, lest its module's service be deployed
+    twice): each alone test first waits for the other stream's test under way,
+    and that stream stops while it runs, so one block costs that wait once, and by then the other
+    stream has most likely ended (lab/e2e_streams.sh).
     Tests marked ``docker_lab`` are deselected (reported as such, never as passed) on a lab
     without YARN's Docker runtime, and the other stream's files when TARN_E2E_STREAM is set."""
     deselected = [
@@ -46,15 +54,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if item not in deselected]
+    not_alone = {item.path for item in items if not alone(item)}
 
-    def order(item: pytest.Item) -> int:
+    def order(item: pytest.Item) -> tuple[int, bool]:
         if item.get_closest_marker("suite_start"):
-            return -1
+            return -1, False
         if item.get_closest_marker("before_chaos"):
-            return 1
-        return 2 if item.path.name == "test_chaos.py" else 0
+            return 1, False
+        if item.path not in not_alone:
+            return 3, True
+        chaos = item.path.name == "test_chaos.py"  # one module: its fixture's service stays up
+        return (2, alone(item)) if chaos else (0, False)
 
     items.sort(key=order)
+
+
+def alone(item: pytest.Item) -> bool:
+    return item.get_closest_marker("alone") is not None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -63,8 +79,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     holds the streams' lock: shared, or alone for a test marked ``alone`` (it restarts or stops a
     daemon both streams use, or its bounds were crossed with the other stream beside it), which
     then waits for the other stream's test under way and holds off its next one."""
-    with stream_lock(alone=item.get_closest_marker("alone") is not None):
+    asked = time.monotonic()
+    with stream_lock(alone=alone(item)):
+        if (waited := time.monotonic() - asked) > 1:
+            WAITED[item.nodeid] = waited
         return (yield)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """What the streams' lock cost this stream: CI's time (docs/ci.md) is set by it and the work."""
+    if LOCK:
+        longest = sorted(WAITED.items(), key=lambda kv: -kv[1])[:8]
+        terminalreporter.write_line(
+            f"[streams] {STREAM or 'whole'} stream waited {sum(WAITED.values()):.0f} s for the other's "
+            f"tests over {len(WAITED)} tests; longest: " + ", ".join(f"{k} {v:.0f} s" for k, v in longest)
+        )
 
 
 @contextmanager
