@@ -98,7 +98,6 @@ lab-down:
 test:
 	@$(STAGE) "deps" $(MAKE) --no-print-directory deps
 	@$(STAGE) "lint" $(MAKE) --no-print-directory lint
-	@$(STAGE) "unit" $(MAKE) --no-print-directory unit
 	@$(STAGE) "node image | Hadoop, Knox" $(MAKE) --no-print-directory -j2 --output-sync=target image java
 	@lab/test_stages.sh
 
@@ -131,7 +130,7 @@ unit: deps
 	pytest -n 2 tests/unit
 
 integration: deps $(BUILD)/ranger-harness/ranger-harness.jar
-	pytest tests/integration
+	pytest --durations=15 tests/integration
 
 # Apache Ranger's own policy engine, the reference of tests/integration/test_ranger_conformance.py.
 $(BUILD)/ranger-harness/ranger-harness.jar: lab/ranger-harness/pom.xml lab/ranger-harness/build.sh \

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# make test's stages after unit. Two jobs run beside the lab scenario's destroy, create and converge,
-# which wait mostly on package installs and daemon starts inside the lab's nodes:
-#   - sanity, then integration (loopback daemons on this machine; their own ports);
+# make test's stages after lint. Two jobs run beside the lab scenario's destroy, create and converge:
+#   - unit, sanity, then integration (loopback daemons on this machine; their own ports);
 #   - the production scenario (one node of its own, nothing started), then the lab's Triton image
 #     (lab/triton_image.yml: built in a podman container here), which the secure converge loads.
-# Sanity and integration must end before the secure lab's e2e tests start: those measure requests
-# under load. Each step prints its stage line (lab/stage.sh); a side job's output follows once it has ended.
+# Unit, sanity and integration must end before the secure lab's e2e tests start: those measure
+# requests under load. The first half of CI is CPU-bound (docs/ci.md): the unit tests beside the lab's
+# first converge instead of before it take about two minutes off the whole. A side job that fails
+# stops the lab's stages at the next one (build/side-failed). Each step prints its stage line
+# (lab/stage.sh); a side job's output follows once it has ended.
 # The lab scenario runs with simple authentication and TARN's process runtime (molecule/lab/molecule.yml)
 # and the e2e tests of that path (clusters without Kerberos or Docker); then the same nodes are
 # converged as production runs (issues 33 and 34): Kerberos, and YARN's LinuxContainerExecutor with
@@ -20,12 +22,18 @@ stage=lab/stage.sh
 mkdir -p build
 rm -f build/e2e-junit.xml
 
+failed_beside=build/side-failed
+rm -f "$failed_beside"
 side() {  # side NAME LOG COMMAND...: a job beside the lab's converge, its output in LOG
   local name=$1 log=$2; shift 2
-  "$stage" "$name (beside the lab's converge)" "$@" > "$log" 2>&1
+  "$stage" "$name (beside the lab's converge)" "$@" > "$log" 2>&1 || { echo "$name" >> "$failed_beside"; return 1; }
+}
+beside_ok() {  # no side job has failed so far (one that fails ends CI's lab stages early)
+  [[ ! -s $failed_beside ]] || { echo "[tarn] a side job failed: $(paste -sd, "$failed_beside"); the lab's stages stop"; return 1; }
 }
 
-side "sanity, integration" build/checks.log bash -c "$stage sanity make --no-print-directory sanity &&
+side "unit, sanity, integration" build/checks.log bash -c "$stage unit make --no-print-directory unit &&
+  $stage sanity make --no-print-directory sanity &&
   $stage integration make --no-print-directory integration" &
 checks=$!
 side "molecule production, Triton image" build/molecule-production.log bash -c "$stage production molecule test -s production &&
@@ -37,7 +45,7 @@ lab() { "$stage" "molecule lab: $1" molecule "$1" -s lab; }
 rc=0
 # Idempotence is checked once, on the secure converge below (the production mode, where most
 # tasks run): a second converge of each mode would add three minutes to CI.
-lab destroy && lab syntax && lab create && lab converge || rc=1
+lab destroy && lab syntax && lab create && beside_ok && lab converge || rc=1
 
 finish() {  # finish PID NAME LOG: wait for a side job, print its output, count its failure
   wait "$1" || rc=1
@@ -47,7 +55,7 @@ finish() {  # finish PID NAME LOG: wait for a side job, print its output, count 
 
 # The simple path's checks, beside the side jobs' ends: test_haproxy holds its bounds on a busy
 # machine (issue 51's slowed runs).
-if [[ $rc == 0 ]] && ! lab verify; then
+if [[ $rc == 0 ]] && beside_ok && ! lab verify; then
   python lab/failures.py build/e2e-junit.xml
   rc=1
 fi
@@ -55,7 +63,7 @@ secure() { TARN_LAB_SECURE=true TARN_LAB_DOCKER=true "$@"; }
 site=(-i inventories/lab/hosts.yml lab/site.yml)
 # The secure converge loads the Triton image the production job builds last.
 finish "$production" "molecule production, Triton image" build/molecule-production.log
-if [[ $rc == 0 ]]; then
+if [[ $rc == 0 ]] && beside_ok; then
   # The lab as production runs it (`make lab`'s default): the same nodes converged with Kerberos
   # (KDC, keytabs, HDFS on SASL and HTTPS, ZooKeeper with SASL, Knox with SPNEGO; issue 33) and
   # YARN's LinuxContainerExecutor with the Docker runtime (the lab's container-executor stand-in,

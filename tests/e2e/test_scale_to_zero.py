@@ -243,7 +243,7 @@ def test_from_zero_bursts_are_answered_and_idle_gives_the_gpus_back(zero: Zero) 
     assert statistics.median(waits) <= 30  # the target is 15 s; the lab's two cores vary
 
     # The GPU the idle service gave back can go to anyone: an application asks for every free one,
-    # a node's worth per container (one vcore each: the lab's nodes have 4, its GPUs 2).
+    # a node's worth per container (one vcore each: the lab's nodes have 8, its GPUs 2).
     nodes = [n for n in rm.nodes() if n.get("state") == "RUNNING"]
     free = free_gpus(rm)
     per_container = max(node_gpus(n) for n in nodes)
