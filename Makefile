@@ -98,6 +98,7 @@ lab-down:
 test:
 	@$(STAGE) "deps" $(MAKE) --no-print-directory deps
 	@$(STAGE) "lint" $(MAKE) --no-print-directory lint
+	@$(STAGE) "unit" $(MAKE) --no-print-directory unit
 	@$(STAGE) "node image | Hadoop, Knox" $(MAKE) --no-print-directory -j2 --output-sync=target image java
 	@lab/test_stages.sh
 

@@ -65,7 +65,8 @@ def test_repository_upload_is_idempotent(hdfs: WebHdfsClient, models_on_hdfs: st
 
 def what_differs(args: dict[str, Any]) -> str:
     """The check-mode diff of a rerun, for a failed idempotence assertion: the parts of the spec that
-    differ from what the RM reports (one such failure was seen on the secure lab, not reproduced)."""
+    differ from what the RM reports. A checkout edited between the two runs fails here too: the
+    zipapps' digests (the code) are part of the spec's version."""
     checked = run_module("tarn_deploy", args, "--check", "--diff")
     before, after = (
         json.dumps(checked.get("diff", {}).get(k), indent=1, sort_keys=True) for k in ("before", "after")

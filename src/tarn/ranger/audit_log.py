@@ -148,9 +148,12 @@ class AuditLog:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stops the writer after its last write, waiting at most ``timeout``; False: it is still
+        writing (an HDFS that does not answer) and is left behind."""
         self._stop.set()
         self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     def flush(self) -> None:
         """Write what is queued (the writer thread's step; tests call it directly)."""
