@@ -12,7 +12,6 @@ instances are stand-ins that answer with their address).
 from __future__ import annotations
 
 import http.client
-import json
 import sys
 import threading
 import time
@@ -21,13 +20,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.haproxy import (
     INSTANCES,
     Bench,
     Haproxy,
     ZooKeeper,
+    activator_metrics,
+    demand,
     enter_netns,
     start_zookeeper,
     wait_until,
@@ -36,7 +36,6 @@ from tests.support.haproxy import (
 
 pytestmark = pytest.mark.usefixtures("haproxy_tools")
 
-ADMIN = ("127.0.0.1", 8098)
 Stack = tuple[Bench, ZooKeeper, ThreadPoolExecutor, Haproxy]
 
 
@@ -75,26 +74,6 @@ def get(path: str = "/v2/models", timeout: float = 30.0) -> tuple[int, str, floa
         return 0, repr(exc), time.monotonic() - began
     finally:
         conn.close()
-
-
-def demand(zk: ZooKeeper) -> dict[str, float]:
-    text = zk.tell(f"get {zk.path}.demand")
-    return json.loads(text) if text else {"held": -1}
-
-
-def activator_metrics() -> dict[str, float] | None:
-    try:
-        conn = http.client.HTTPConnection(*ADMIN, timeout=2)
-        conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode()
-    except OSError:
-        return None
-    samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            label = sample.labels.get("outcome", "")
-            samples[sample.name + (f":{label}" if label else "")] = sample.value
-    return samples
 
 
 def test_a_burst_from_zero_is_held_then_answered(stack: Stack) -> None:

@@ -40,8 +40,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tarn import payload
 from tarn.haproxy.plan import AdminState
-from tests.integration.test_activator_haproxy import activator_metrics, demand
-from tests.support.haproxy import Bench, Haproxy, ZooKeeper, start_zookeeper, wait_until
+from tests.support.haproxy import (
+    Bench,
+    Haproxy,
+    ZooKeeper,
+    activator_metrics,
+    demand,
+    start_zookeeper,
+    wait_until,
+)
 
 pytestmark = pytest.mark.usefixtures("haproxy_tools")
 

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from tarn.haproxy.plan import AdminState
 from tarn.haproxy.runtime import RuntimeApi, RuntimeApiError
 from tests.support import ROOT
@@ -40,6 +42,7 @@ TOKEN = "it-token-7d1f"  # noqa: S105 - a test token; the test checks it is sent
 CONTROLLER = ("127.0.0.2", 8888)
 ZOOKEEPER = ("127.0.0.3", 2181)
 INSTANCES = [f"127.0.0.{n}:8000" for n in range(11, 16)]
+ADMIN = ("127.0.0.1", 8098)  # the activator's admin listener (its /metrics) in the bench's namespace
 STATE_FILE = "/run/haproxy-server-state"  # in the namespace's private /run
 CLONE_NEWNET = 0x40000000
 T = TypeVar("T")
@@ -406,3 +409,26 @@ def render_role_cfg(directory: Path, **variables: str) -> Path:
     checked = subprocess.run(["haproxy", "-c", "-f", str(out)], capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     return out
+
+
+def demand(zk: ZooKeeper) -> dict[str, float]:
+    """What the activator reported to its demand znode ({"held": -1} before it wrote one)."""
+    text = zk.tell(f"get {zk.path}.demand")
+    return json.loads(text) if text else {"held": -1}
+
+
+def activator_metrics() -> dict[str, float] | None:
+    """The activator's /metrics as name[:outcome] -> value; None while it does not answer (run it
+    inside the bench's namespace)."""
+    try:
+        conn = http.client.HTTPConnection(*ADMIN, timeout=2)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    except OSError:
+        return None
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            label = sample.labels.get("outcome", "")
+            samples[sample.name + (f":{label}" if label else "")] = sample.value
+    return samples

@@ -21,6 +21,43 @@ def trusted(value: Any) -> Any:
     return value
 
 
+Json = dict[str, Any]
+ROLES = ROOT / "roles"
+
+LAB_GROUPS = {
+    "hdfs_namenode": ["master"],
+    "yarn_resourcemanager": ["master"],
+    "zookeeper": ["master"],
+    "hdfs_nfs_gateway": ["master"],
+    "hdfs_nfs_mount": ["worker1", "worker2"],
+}
+
+
+def defaults(role: str) -> Json:
+    """A role's defaults/main.yml as read from disk (not yet trusted)."""
+    loaded: Json = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
+    return loaded
+
+
+def templar(*roles: str, groups: dict[str, list[str]] | None = None, **inputs: Any) -> Templar:
+    variables: Json = {}
+    for role in ("hadoop", *roles):
+        variables.update(trusted(defaults(role)))
+    variables.update(
+        {
+            "ansible_managed": "Ansible managed",
+            "inventory_hostname": "master",
+            "groups": LAB_GROUPS if groups is None else groups,
+            **inputs,
+        }
+    )
+    return Templar(variables=variables)
+
+
+def value(t: Templar, expression: str) -> Any:
+    return t.template(trust_as_template("{{ " + expression + " }}"))
+
+
 def node_variables(
     host: str = "worker1", groups: dict[str, list[str]] | None = None, **inputs: Any
 ) -> dict[str, Any]:

@@ -159,3 +159,38 @@ def test_only_the_controller_process_imports_the_loop() -> None:
     """The API reads tarn.controller.snapshot and .publication; nothing imports the loop for a type."""
     importers = {name for name, targets in import_graph().items() if "tarn.controller.loop" in targets}
     assert importers == {"tarn.controller.main"}
+
+
+TESTS = SRC.parent / "tests"
+TEST_MODULES = sorted(path for path in TESTS.rglob("test_*.py") if "fixtures" not in path.parts)
+
+
+def imported_test_modules(source: str) -> set[str]:
+    """The test modules (``test_*``) a source imports: what they share belongs in tests/support."""
+    found = set()
+    for name in imported(source):
+        parts = name.split(".")
+        ends = [i for i, part in enumerate(parts) if part.startswith("test_")]
+        if parts[0] == "tests" and ends:
+            found.add(".".join(parts[: ends[0] + 1]))
+    return found
+
+
+@pytest.mark.parametrize("path", TEST_MODULES, ids=lambda p: str(p.relative_to(TESTS)))
+def test_no_test_module_imports_another(path: Path) -> None:
+    assert not imported_test_modules(path.read_text()), "move what both need to tests/support"
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        (
+            "from tests.unit.stdlib.openai.test_server import run_front",
+            {"tests.unit.stdlib.openai.test_server"},
+        ),
+        ("from tests.unit.fuzz.hostile import HOSTILE_SETTINGS", set()),
+        ("from tests.support.openai_front import run_front", set()),
+    ],
+)
+def test_the_test_import_rule_catches_a_violation(source: str, found: set[str]) -> None:
+    assert imported_test_modules(source) == found

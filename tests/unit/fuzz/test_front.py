@@ -27,6 +27,8 @@ from hypothesis import strategies as st
 
 import tarn.stdlib.openai.counters as counters_module
 from tarn.stdlib.openai.trust import PROOF_WINDOW_S, proof
+from tests.support.openai_front import TOKEN, Running
+from tests.support.openai_front import run_front as run_front_on_loopback
 from tests.unit.fuzz.hostile import (
     GOOD_MODELS,
     HOSTILE_SETTINGS,
@@ -50,8 +52,6 @@ from tests.unit.fuzz.hostile import (
     weighted,
     well_formed,
 )
-from tests.unit.stdlib.openai.test_server import TOKEN, Running
-from tests.unit.stdlib.openai.test_server import run_front as run_front_on_loopback
 
 WALL = 1_750_000_000  # the front's clock: the proofs drawn are recent to it, run after run
 MAX_USERS = 3  # the cap of user labels here: 2,000 requests cross it

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.unit.roles.test_hdfs_nfs import templar, value
+from tests.support.roles import templar, value
 
 REALM = "TARN.LAB"
 GROUPS = {

@@ -19,43 +19,9 @@ import yaml
 from ansible.template import Templar, trust_as_template
 
 from tests.support import ROOT
-from tests.support.roles import trusted
+from tests.support.roles import LAB_GROUPS, ROLES, Json, defaults, templar, value
 
-ROLES = ROOT / "roles"
 ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
-Json = dict[str, Any]
-
-LAB_GROUPS = {
-    "hdfs_namenode": ["master"],
-    "yarn_resourcemanager": ["master"],
-    "zookeeper": ["master"],
-    "hdfs_nfs_gateway": ["master"],
-    "hdfs_nfs_mount": ["worker1", "worker2"],
-}
-
-
-def defaults(role: str) -> Json:
-    loaded: Json = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text())
-    return loaded
-
-
-def templar(*roles: str, groups: dict[str, list[str]] | None = None, **inputs: Any) -> Templar:
-    variables: Json = {}
-    for role in ("hadoop", *roles):
-        variables.update(trusted(defaults(role)))
-    variables.update(
-        {
-            "ansible_managed": "Ansible managed",
-            "inventory_hostname": "master",
-            "groups": LAB_GROUPS if groups is None else groups,
-            **inputs,
-        }
-    )
-    return Templar(variables=variables)
-
-
-def value(t: Templar, expression: str) -> Any:
-    return t.template(trust_as_template("{{ " + expression + " }}"))
 
 
 def render(role: str, name: str, t: Templar, **local: Any) -> str:

@@ -32,7 +32,7 @@ from tarn.stdlib.launcher.main import (
 )
 from tarn.stdlib.launcher.supervise import restart_delay
 from tests.support.loopback import free_ports
-from tests.unit.stdlib.launcher.test_supervise import alive
+from tests.support.processes import alive
 
 
 def launcher_args(*extra: str) -> argparse.Namespace:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tarn.stdlib.launcher import rank
+from tests.support.processes import alive
 
 
 @pytest.mark.parametrize(("returncode", "status"), [(0, 1), (1, 1), (3, 3), (-9, 137), (-15, 143)])
@@ -30,14 +31,6 @@ def start_rank(
     world_dir: Path, r: int, size: int, *command: str, wait: float = 30.0
 ) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", rank_code(world_dir, r, size, *command, wait=wait)])
-
-
-def gone(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().split()[2] == "Z"
-    except OSError:
-        return True
 
 
 def read_pids(*files: Path) -> list[int]:
@@ -88,7 +81,7 @@ def test_a_killed_wrapper_takes_its_command_along(tmp_path: Path) -> None:
     wrapper.kill()  # SIGKILL: no handler runs; PR_SET_PDEATHSIG kills the command
     wrapper.wait(10)
     deadline = time.monotonic() + 10
-    while not gone(child):
+    while alive(child):
         assert time.monotonic() < deadline, "the rank's command outlived its wrapper"
         time.sleep(0.05)
 
@@ -106,6 +99,6 @@ def test_a_killed_mpirun_takes_the_wrapper_and_its_command_along(tmp_path: Path)
     parent.kill()
     parent.wait(10)
     deadline = time.monotonic() + 10
-    while not (gone(wrapper) and gone(child)):
+    while alive(wrapper) or alive(child):
         assert time.monotonic() < deadline, "a rank outlived mpirun"
         time.sleep(0.05)

@@ -24,6 +24,7 @@ from tarn.stdlib.launcher.supervise import (
     strays,
 )
 from tests.support.loopback import free_ports
+from tests.support.processes import alive
 
 # pid: (ppid, pgid). 1 init; 10 the container's shell (group 10) runs 11, the launcher; 12 its
 # Triton; 13 a stub of Triton's; 14 an orphaned stub re-parented to the launcher, in a session of
@@ -87,13 +88,6 @@ STANDIN = textwrap.dedent(
     time.sleep(600)
     """
 )
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
 
 
 def start_launcher(tmp_path: Path) -> tuple[subprocess.Popen[bytes], list[int]]:
