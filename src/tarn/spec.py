@@ -73,6 +73,17 @@ JSON = dict[str, Any]
 
 CONTROLLER = "controller"
 TRITON = "triton"
+# YARN's Docker runtime variables in a component's environment (Hadoop's DockerContainers.md):
+# written here, read back by tarn.service.docker_policy.
+ENV_RUNTIME = "YARN_CONTAINER_RUNTIME_TYPE"
+ENV_IMAGE = "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"
+ENV_NETWORK = "YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"
+ENV_MOUNTS = "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"
+ENV_TMPFS = "YARN_CONTAINER_RUNTIME_DOCKER_TMPFS_MOUNTS"
+ENV_PRIVILEGED = "YARN_CONTAINER_RUNTIME_DOCKER_RUN_PRIVILEGED_CONTAINER"
+ENV_DELAYED_REMOVAL = "YARN_CONTAINER_RUNTIME_DOCKER_DELAYED_REMOVAL"
+ENV_PORTS = "YARN_CONTAINER_RUNTIME_DOCKER_PORTS_MAPPING"
+ENV_ENTRY_POINT = "YARN_CONTAINER_RUNTIME_DOCKER_RUN_OVERRIDE_DISABLE"
 PAYLOAD_FILE = "tarn.pyz"
 LAUNCHER_FILE = "tarn-launcher.pyz"
 TOKEN_FILE = "tarn-token"  # noqa: S105 - the name of a localized file, not a token
@@ -441,7 +452,7 @@ def _triton_docker_env(config: TarnConfig) -> dict[str, str]:
         # cannot pass anyway). NCCL and the Python backend's stubs need more shared memory than
         # Docker's 64 MiB /dev/shm, and YARN has no --shm-size: a tmpfs on /dev/shm replaces
         # Docker's, private to the container and counted in its memory (--memory-mb).
-        env["YARN_CONTAINER_RUNTIME_DOCKER_TMPFS_MOUNTS"] = "/dev/shm"  # noqa: S108 - a mount point, not a file
+        env[ENV_TMPFS] = "/dev/shm"  # noqa: S108 - a mount point, not a file
     return env
 
 
@@ -455,17 +466,13 @@ def _docker_env(
 ) -> dict[str, str]:
     if config.runtime != "docker":
         return {}
-    env = {
-        "YARN_CONTAINER_RUNTIME_TYPE": "docker",
-        "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE": config.image or "",
-        "YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK": config.docker_network,
-    }
+    env = {ENV_RUNTIME: "docker", ENV_IMAGE: config.image or "", ENV_NETWORK: config.docker_network}
     mounts = _docker_mounts(config, reads, writes)
     optional = {
-        "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS": ",".join(mounts),
-        "YARN_CONTAINER_RUNTIME_DOCKER_RUN_PRIVILEGED_CONTAINER": "true" if privileged else "",
-        "YARN_CONTAINER_RUNTIME_DOCKER_DELAYED_REMOVAL": "true" if config.docker_delayed_removal else "",
-        "YARN_CONTAINER_RUNTIME_DOCKER_PORTS_MAPPING": ",".join(ports),
+        ENV_MOUNTS: ",".join(mounts),
+        ENV_PRIVILEGED: "true" if privileged else "",
+        ENV_DELAYED_REMOVAL: "true" if config.docker_delayed_removal else "",
+        ENV_PORTS: ",".join(ports),
     }
     env.update({key: value for key, value in optional.items() if value})
     return env

@@ -34,7 +34,18 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from tarn.errors import ConfigError
-from tarn.spec import CONTROLLER, TRITON, component_of
+from tarn.spec import (
+    CONTROLLER,
+    ENV_ENTRY_POINT,
+    ENV_IMAGE,
+    ENV_MOUNTS,
+    ENV_NETWORK,
+    ENV_PORTS,
+    ENV_PRIVILEGED,
+    ENV_RUNTIME,
+    TRITON,
+    component_of,
+)
 from tarn.stdlib.config import TarnConfig, cli_flag
 from tarn.stdlib.hadoop_site import read_properties
 
@@ -54,13 +65,6 @@ PORTS_MAPPING = re.compile(
     r"^:[0-9]+|^[0-9]+:[0-9]+|^(([0-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-5])\.)"
     r"{3}([0-9]|[1-9][0-9]|1[0-9]{2}|2[0-4][0-9]|25[0-5]):[0-9]+:[0-9]+$"
 )
-# The Docker variables of a component's environment (Hadoop's DockerContainers.md).
-ENV_IMAGE = "YARN_CONTAINER_RUNTIME_DOCKER_IMAGE"
-ENV_NETWORK = "YARN_CONTAINER_RUNTIME_DOCKER_CONTAINER_NETWORK"
-ENV_MOUNTS = "YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS"
-ENV_PRIVILEGED = "YARN_CONTAINER_RUNTIME_DOCKER_RUN_PRIVILEGED_CONTAINER"
-ENV_PORTS = "YARN_CONTAINER_RUNTIME_DOCKER_PORTS_MAPPING"
-ENV_ENTRY_POINT = "YARN_CONTAINER_RUNTIME_DOCKER_RUN_OVERRIDE_DISABLE"
 # What the yarn_nodemanager role calls each rule, for the fix.
 ROLE_VARIABLE = {
     "docker.trusted.registries": "yarn_nodemanager_docker_trusted_registries",
@@ -183,7 +187,7 @@ def registry_of(image: str) -> str:
 
 @dataclass(frozen=True)
 class Mount:
-    """One mount of YARN_CONTAINER_RUNTIME_DOCKER_MOUNTS: ``source:destination:mode``."""
+    """One mount of ENV_MOUNTS: ``source:destination:mode``."""
 
     source: str
     destination: str
@@ -248,7 +252,7 @@ def _docker_envs(spec: JSON) -> list[dict[str, str]]:
     envs = []
     for name in (CONTROLLER, TRITON):
         env = ((component_of(spec, name) or {}).get("configuration") or {}).get("env") or {}
-        if env.get("YARN_CONTAINER_RUNTIME_TYPE") == "docker":
+        if env.get(ENV_RUNTIME) == "docker":
             envs.append(env)
     return envs
 
