@@ -30,7 +30,7 @@ from tarn.ranger.refresher import Refresher, connect
 from tarn.ranger.settings import PluginSettings, settings_of
 from tarn.stdlib.api_token import read_token
 from tarn.stdlib.config import TarnConfig
-from tarn.stdlib.hadoop_site import namenode_http_url
+from tarn.stdlib.hadoop_site import hadoop_user, namenode_http_url
 from tarn.stdlib.kerberos import service_identity, webhdfs_auth
 from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_location
 
@@ -49,7 +49,7 @@ def run_controller(config: TarnConfig, rm_urls: list[str] | None, environ: Mappi
     )
     stop = StopSignal()
     stop.install()  # first: under Docker a PID 1 without a handler never sees YARN's SIGTERM
-    user = config.user or environ.get("HADOOP_USER_NAME") or environ.get("USER") or "tarn"
+    user = hadoop_user(config.user, environ) or "tarn"  # outside YARN only: the NodeManager sets $USER
     rm_at = resource_manager_urls(rm_urls, client_conf_dir(None, environ))
     ranger = settings_of(config)  # ConfigError before anything starts
     # no retries within a tick: the loop already treats an unreadable service as "try next tick"

@@ -9,7 +9,7 @@ from tarn.clients.resourcemanager import ResourceManager
 from tarn.clients.spnego import rm_auth
 from tarn.errors import ConfigError
 from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls, webhdfs_url
-from tarn.stdlib.hadoop_site import kerberos_enabled
+from tarn.stdlib.hadoop_site import hadoop_user, kerberos_enabled
 from tarn.stdlib.kerberos import KerberosIdentity, webhdfs_auth
 from tarn.stdlib.webhdfs import WebHdfsClient
 
@@ -52,8 +52,8 @@ class Cluster:
 
 
 def resolve_user(user: str | None, environ: Mapping[str, str]) -> str:
-    """The YARN user: the one given, else $HADOOP_USER_NAME, else $USER (the CLI's and the modules')."""
-    name = user or environ.get("HADOOP_USER_NAME") or environ.get("USER")
+    """The YARN user (tarn.stdlib.hadoop_site.hadoop_user), required: the CLI's and the modules'."""
+    name = hadoop_user(user, environ)
     if not name:
         raise ConfigError("--user: no YARN user given; pass --user NAME or set HADOOP_USER_NAME")
     return name

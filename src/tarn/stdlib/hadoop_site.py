@@ -34,6 +34,14 @@ def namenode_http_url(hdfs_site: Mapping[str, str]) -> str | None:
     return f"http://{address}" if address else None
 
 
+def hadoop_user(given: str | None, environ: Mapping[str, str]) -> str | None:
+    """The user TARN acts as on a cluster with simple authentication, by Hadoop's own rule: the one
+    given, else $HADOOP_USER_NAME, else the login user ($USER); None when there is none. Each caller
+    says what no user means: the CLI and the modules refuse, the launcher and the controller (in a
+    YARN container, where the NodeManager sets $USER) fall back to a name of their own."""
+    return given or environ.get("HADOOP_USER_NAME") or environ.get("USER") or None
+
+
 def kerberos_enabled(core_site: Mapping[str, str]) -> bool:
     """Whether the cluster authenticates with Kerberos (core-site's hadoop.security.authentication)."""
     return core_site.get("hadoop.security.authentication", "simple").strip().lower() == "kerberos"

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from tarn.stdlib.hadoop_site import kerberos_enabled, namenode_http_url, read_properties
+from tarn.stdlib.hadoop_site import hadoop_user, kerberos_enabled, namenode_http_url, read_properties
 
 
 @pytest.mark.parametrize(
@@ -43,3 +43,19 @@ def test_read_properties(tmp_path: Path) -> None:
     )
     assert read_properties(site) == {"hadoop.security.authentication": "kerberos"}
     assert read_properties(tmp_path / "absent.xml") == {}
+
+
+@pytest.mark.parametrize(
+    ("given", "environ", "user"),
+    [
+        ("alice", {"HADOOP_USER_NAME": "bob", "USER": "carol"}, "alice"),
+        (None, {"HADOOP_USER_NAME": "bob", "USER": "carol"}, "bob"),
+        (None, {"HADOOP_USER_NAME": "", "USER": "carol"}, "carol"),
+        (None, {}, None),
+        ("", {}, None),
+    ],
+)
+def test_the_hadoop_user_is_given_then_hadoop_user_name_then_the_login_user(
+    given: str | None, environ: dict[str, str], user: str | None
+) -> None:
+    assert hadoop_user(given, environ) == user

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import tarn.stdlib
 from tarn.stdlib.config import LAUNCHER_OPTIONS, add_config_arguments, config_from_namespace
-from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
+from tarn.stdlib.hadoop_site import hadoop_user, namenode_http_url, read_properties
 from tarn.stdlib.kerberos import service_identity, webhdfs_auth
 from tarn.stdlib.launcher import rank, supervise, world
 from tarn.stdlib.launcher.secrets import keystore_password, load_environment_from_jceks
@@ -148,7 +148,7 @@ def cache_dir(args: argparse.Namespace, environ: Mapping[str, str]) -> Path:
 
 
 def hdfs_user(environ: Mapping[str, str]) -> str:
-    return environ.get("HADOOP_USER_NAME") or environ.get("USER") or "nobody"
+    return hadoop_user(None, environ) or "nobody"  # outside YARN only: the NodeManager sets $USER
 
 
 def hdfs_auth(args: argparse.Namespace, environ: Mapping[str, str]) -> Authenticator:
