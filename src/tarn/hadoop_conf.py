@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tarn.errors import ConfigError
-from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
-from tarn.stdlib.webhdfs import namenode_location
+from tarn.stdlib.hadoop_site import read_properties
+from tarn.stdlib.webhdfs import namenode_from_conf
 
 __all__ = [
     "client_conf_dir",
@@ -73,13 +73,11 @@ def _rm_address(site: Properties, key: str, port: int, suffix: str, scheme: str)
     return f"{scheme}://{address}"
 
 
-def webhdfs_url(hdfs_site: Properties, core_site: Properties) -> str:
+def webhdfs_url(conf: Path) -> str:
     """The NameNode's HTTP address (non-HA; with HA pass --webhdfs-url), found as the launcher finds it:
     dfs.namenode.http-address, else the host of fs.defaultFS on the default HTTP port."""
     try:
-        url, _root = namenode_location(
-            "hdfs:///", namenode_http_url(hdfs_site), core_site.get("fs.defaultFS")
-        )
+        url, _root = namenode_from_conf("hdfs:///", conf)
     except ValueError as exc:
         raise ConfigError(
             "--webhdfs-url: no dfs.namenode.http-address in hdfs-site.xml; pass --webhdfs-url"

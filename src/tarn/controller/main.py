@@ -23,16 +23,16 @@ from tarn.controller.observe import Scraper, application_of_container
 from tarn.controller.registry import Registry
 from tarn.controller.server import Api, serve
 from tarn.controller.shutdown import STOP_BUDGET_S, STOP_GRACE_S, Step, StopSignal, Watchdog, run_within
-from tarn.hadoop_conf import client_conf_dir, read_properties, resource_manager_urls
+from tarn.hadoop_conf import client_conf_dir, resource_manager_urls
 from tarn.ranger.audit_log import AuditLog, HdfsAuditFile, Identity
 from tarn.ranger.authorizer import Authorizer
 from tarn.ranger.refresher import Refresher, connect
 from tarn.ranger.settings import PluginSettings, settings_of
 from tarn.stdlib.api_token import read_token
 from tarn.stdlib.config import TarnConfig
-from tarn.stdlib.hadoop_site import hadoop_user, namenode_http_url
+from tarn.stdlib.hadoop_site import hadoop_user
 from tarn.stdlib.kerberos import service_identity, webhdfs_auth
-from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_location
+from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_from_conf
 
 log = logging.getLogger("tarn.controller")
 
@@ -145,12 +145,7 @@ def start_audit(settings: PluginSettings, hdfs_auth: Authenticator, environ: Map
     host = socket.gethostname()
     hdfs = None
     if settings.audit.hdfs is not None:
-        conf = client_conf_dir(None, environ)
-        namenode, folder = namenode_location(
-            settings.audit.hdfs.dir,
-            namenode_http_url(read_properties(conf / "hdfs-site.xml")),
-            read_properties(conf / "core-site.xml").get("fs.defaultFS"),
-        )
+        namenode, folder = namenode_from_conf(settings.audit.hdfs.dir, client_conf_dir(None, environ))
         client = WebHdfsClient(namenode, hdfs_auth, timeout=10.0, retries=1)
         destination = replace(settings.audit.hdfs, dir=folder.rstrip("/"))
         hdfs = HdfsAuditFile(client, destination, settings.app_id, host)

@@ -97,9 +97,7 @@ def connect(
     urls = resource_manager_urls(rm_urls, conf)
 
     def web_hdfs() -> WebHdfsClient:
-        url = webhdfs or webhdfs_url(
-            read_properties(conf / "hdfs-site.xml"), read_properties(conf / "core-site.xml")
-        )
+        url = webhdfs or webhdfs_url(conf)
         return WebHdfsClient(url, webhdfs_auth(identity, name))
 
     rm = ResourceManager(urls, user=name, auth=rm_auth(identity))

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from tarn.errors import ClusterError
+from tarn.stdlib.hadoop_site import namenode_http_url, read_properties
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,15 @@ def namenode_location(
         authority = default.netloc
     host = urllib.parse.urlsplit(f"//{authority}").hostname
     return f"http://{host}:{DEFAULT_NAMENODE_HTTP_PORT}", path
+
+
+def namenode_from_conf(source: str, conf_dir: Path, webhdfs_url: str | None = None) -> tuple[str, str]:
+    """:func:`namenode_location` with what a Hadoop client configuration (``conf_dir``) says: the
+    NameNode's HTTP address from hdfs-site.xml (HTTPS on a cluster that asks for it), fs.defaultFS
+    from core-site.xml. The one way the CLI, the launcher and the controller find WebHDFS."""
+    hdfs_site = read_properties(conf_dir / "hdfs-site.xml")
+    default_fs = read_properties(conf_dir / "core-site.xml").get("fs.defaultFS")
+    return namenode_location(source, webhdfs_url or namenode_http_url(hdfs_site), default_fs)
 
 
 # ---- authentication: the extension point for SPNEGO -----------------------------------------

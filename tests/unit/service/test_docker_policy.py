@@ -19,7 +19,18 @@ from tarn import cli
 from tarn.errors import ConfigError
 from tarn.service import desired_service
 from tarn.service import docker_policy as dp
-from tarn.spec import CONTROLLER, TRITON, Artifacts, build_service_spec, component_of
+from tarn.spec import (
+    CONTROLLER,
+    ENV_IMAGE,
+    ENV_MOUNTS,
+    ENV_NETWORK,
+    ENV_PORTS,
+    ENV_PRIVILEGED,
+    TRITON,
+    Artifacts,
+    build_service_spec,
+    component_of,
+)
 from tarn.stdlib.config import TarnConfig, parse_config
 from tests.support.container_executor import stand_in
 from tests.support.loopback import QuietHandler, serve, url
@@ -67,13 +78,13 @@ def host() -> Any:
 def command_file(env: dict[str, str], gpus: int, capabilities: tuple[str, ...]) -> str:
     """The docker command file of DockerLinuxContainerRuntime for a component's environment: YARN's
     own mount of the working directory first, then the spec's; nvidia for GPUs (nvidia-docker-v2)."""
-    mounts = [f"{WORKDIR}:{WORKDIR}:rw", *[m for m in env.get(dp.ENV_MOUNTS, "").split(",") if m]]
+    mounts = [f"{WORKDIR}:{WORKDIR}:rw", *[m for m in env.get(ENV_MOUNTS, "").split(",") if m]]
     keys = {
-        "docker-command": "run", "name": CID, "user": "65534:65534", "image": env[dp.ENV_IMAGE],
-        "detach": "true", "net": env[dp.ENV_NETWORK], "workdir": WORKDIR, "mounts": ",".join(mounts),
+        "docker-command": "run", "name": CID, "user": "65534:65534", "image": env[ENV_IMAGE],
+        "detach": "true", "net": env[ENV_NETWORK], "workdir": WORKDIR, "mounts": ",".join(mounts),
         "cap-add": ",".join(capabilities), "launch-command": f"bash,{WORKDIR}/launch_container.sh",
-        "runtime": "nvidia" if gpus else None, "privileged": env.get(dp.ENV_PRIVILEGED),
-        "ports-mapping": env.get(dp.ENV_PORTS),
+        "runtime": "nvidia" if gpus else None, "privileged": env.get(ENV_PRIVILEGED),
+        "ports-mapping": env.get(ENV_PORTS),
         "tmpfs": env.get("YARN_CONTAINER_RUNTIME_DOCKER_TMPFS_MOUNTS"),
     }  # fmt: skip
     return "[docker-command-execution]\n" + "".join(f"  {k}={v}\n" for k, v in keys.items() if v)
@@ -140,7 +151,7 @@ def test_what_tarn_accepts_the_stand_in_runs_with_every_mount(
         assert isinstance(outcome, ce.DockerArgv), f"{name}: the stand-in refused it with {outcome}"
         assert outcome.notes == [], outcome.notes
         env = (component_of(spec, name) or {})["configuration"]["env"]
-        wanted = [m for m in env.get(dp.ENV_MOUNTS, "").split(",") if m]
+        wanted = [m for m in env.get(ENV_MOUNTS, "").split(",") if m]
         given = [outcome.argv[i + 1] for i, word in enumerate(outcome.argv) if word == "-v"]
         assert all(mount in given for mount in wanted), (wanted, given)
         assert [f"--cap-add={cap}" for cap in capabilities] == [

@@ -33,12 +33,12 @@ from pathlib import Path
 
 import tarn.stdlib
 from tarn.stdlib.config import LAUNCHER_OPTIONS, add_config_arguments, config_from_namespace
-from tarn.stdlib.hadoop_site import hadoop_user, namenode_http_url, read_properties
+from tarn.stdlib.hadoop_site import hadoop_user
 from tarn.stdlib.kerberos import service_identity, webhdfs_auth
 from tarn.stdlib.launcher import rank, supervise, world
 from tarn.stdlib.launcher.secrets import keystore_password, load_environment_from_jceks
 from tarn.stdlib.launcher.staging import StagingError, resolve_repository
-from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_location
+from tarn.stdlib.webhdfs import Authenticator, WebHdfsClient, namenode_from_conf
 
 log = logging.getLogger("tarn.launcher")
 # Longer than the NodeManager's SIGKILL delay (the yarn_nodemanager role's default: 10 s).
@@ -158,10 +158,7 @@ def hdfs_auth(args: argparse.Namespace, environ: Mapping[str, str]) -> Authentic
 
 def webhdfs_location(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, str]:
     conf = Path(environ.get("HADOOP_CONF_DIR", "/etc/hadoop/conf"))
-    hdfs_site = read_properties(conf / "hdfs-site.xml")
-    default_fs = read_properties(conf / "core-site.xml").get("fs.defaultFS")
-    http = args.webhdfs_url or namenode_http_url(hdfs_site)
-    return namenode_location(args.model_repository, http, default_fs)
+    return namenode_from_conf(args.model_repository, conf, args.webhdfs_url)
 
 
 def triton_command(args: argparse.Namespace, repository: Path, server_id: str = "") -> list[str]:
