@@ -3,6 +3,7 @@ free port) for the clients' unit tests."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -72,3 +73,20 @@ def _reply(
     handler.send_header("Content-Length", str(len(payload)))
     handler.end_headers()
     handler.wfile.write(payload)
+
+
+def stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """The end of an asyncio server run in ``thread``: every task still in ``loop`` (connections
+    being served) cancelled and awaited there, so none is left to the garbage collector, then the
+    loop stopped, its thread joined and the loop closed."""
+    asyncio.run_coroutine_threadsafe(_cancel_the_rest(), loop).result(5)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+async def _cancel_the_rest() -> None:
+    rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in rest:
+        task.cancel()
+    await asyncio.gather(*rest, return_exceptions=True)

@@ -21,6 +21,7 @@ from tarn.stdlib.api_token import Secret
 from tarn.stdlib.http1 import MAX_HEAD
 from tarn.stdlib.openai.server import Front, Triton
 from tarn.stdlib.openai.trust import proof
+from tests.support.loopback import stop_loop
 
 TOKEN = Secret("the-services-token")  # the front's --token-file, as the controller's
 
@@ -233,18 +234,7 @@ def run_front(
     try:
         yield Running(front, server.sockets[0].getsockname()[1], standin)
     finally:
-        asyncio.run_coroutine_threadsafe(cancel_the_rest(), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
-
-
-async def cancel_the_rest() -> None:
-    """Every connection still open ends before the loop does (its clean-up runs in the loop)."""
-    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+        stop_loop(loop, thread)
 
 
 def eventually(check: Callable[[], bool], within: float = 5.0) -> bool:

@@ -28,6 +28,7 @@ from tarn.activator.hold import Activator, Limits
 from tarn.activator.metrics import metrics_text
 from tarn.haproxy.plan import Endpoint
 from tarn.haproxy.sources import Instance
+from tests.support.loopback import stop_loop
 
 
 class Echo(BaseHTTPRequestHandler):
@@ -99,18 +100,7 @@ def run_activator(limits: Limits) -> Iterator[Running]:
     try:
         yield holder[0]
     finally:
-        asyncio.run_coroutine_threadsafe(cancel_the_rest(), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
-
-
-async def cancel_the_rest() -> None:
-    """Connections still being served end before the loop stops (no task left to its GC)."""
-    rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-    for task in rest:
-        task.cancel()
-    await asyncio.gather(*rest, return_exceptions=True)
+        stop_loop(loop, thread)
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ from tarn.activator.hold import OUTCOMES, Activator, Limits
 from tarn.haproxy.plan import Endpoint
 from tarn.haproxy.sources import Instance, Instances
 from tarn.stdlib.http1 import MAX_HEAD
+from tests.support.loopback import stop_loop
 from tests.unit.fuzz.hostile import (
     HOSTILE_SETTINGS,
     JSON,
@@ -249,10 +250,7 @@ def activator_on_loopback(limits: Limits) -> Iterator[Served]:
         loop.call_soon_threadsafe(stop[0].set)
         with contextlib.suppress(Exception):
             running.result(5)
-        asyncio.run_coroutine_threadsafe(cancel_the_rest(), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
+        stop_loop(loop, thread)
         backend.shutdown()
         backend.server_close()
 
@@ -262,14 +260,6 @@ def listening(port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         return True
     return False
-
-
-async def cancel_the_rest() -> None:
-    """Connections still being served end before the loop stops (no task left to its GC)."""
-    rest = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-    for task in rest:
-        task.cancel()
-    await asyncio.gather(*rest, return_exceptions=True)
 
 
 def check_activator_answer(raw: Raw, answer: Answer, listed: str, served: Served) -> None:
