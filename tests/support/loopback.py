@@ -7,6 +7,8 @@ import asyncio
 import json
 import socket
 import threading
+import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -90,3 +92,13 @@ async def _cancel_the_rest() -> None:
     for task in rest:
         task.cancel()
     await asyncio.gather(*rest, return_exceptions=True)
+
+
+def eventually(check: Callable[[], bool], within: float = 5.0, every: float = 0.01) -> bool:
+    """Whether ``check`` holds within ``within`` seconds, asked every ``every``."""
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every)
+    return True

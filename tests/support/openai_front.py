@@ -13,7 +13,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,12 +235,3 @@ def run_front(
         yield Running(front, server.sockets[0].getsockname()[1], standin)
     finally:
         stop_loop(loop, thread)
-
-
-def eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True

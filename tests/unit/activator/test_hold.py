@@ -16,7 +16,7 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,7 +28,7 @@ from tarn.activator.hold import Activator, Limits
 from tarn.activator.metrics import metrics_text
 from tarn.haproxy.plan import Endpoint
 from tarn.haproxy.sources import Instance
-from tests.support.loopback import stop_loop
+from tests.support.loopback import eventually, stop_loop
 
 
 class Echo(BaseHTTPRequestHandler):
@@ -57,15 +57,6 @@ def instance() -> Iterator[Endpoint]:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield Endpoint("127.0.0.1", server.server_address[1])
     server.shutdown()
-
-
-def eventually(check: Callable[[], bool], within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 @dataclass

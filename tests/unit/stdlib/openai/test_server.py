@@ -20,12 +20,12 @@ import tarn.stdlib.openai.counters as counters_module
 from tarn.stdlib.openai import metric_names
 from tarn.stdlib.openai.admission import Limits
 from tests.support.exposition import departures
+from tests.support.loopback import eventually
 from tests.support.openai_front import (
     TEXT_MODELS,
     TOKEN,
     Running,
     as_user,
-    eventually,
     run_front,
 )
 

@@ -21,7 +21,8 @@ from tarn.stdlib.openai.admission import Limits, Policy, Tenant
 from tarn.stdlib.openai.mapping import Identity
 from tarn.stdlib.openai.server import Front, Reply, Triton
 from tarn.stdlib.openai.tenancy import Tenancy, TenancyFile, parse
-from tests.support.openai_front import Running, as_user, eventually, run_front
+from tests.support.loopback import eventually
+from tests.support.openai_front import Running, as_user, run_front
 
 COMPLETION = "/v1/completions"
 
