@@ -6,8 +6,8 @@
 # Sanity and integration must end before the secure lab's e2e tests start: those measure requests
 # under load. A side job that fails stops the lab's stages at the next one (build/side-failed). The
 # unit tests stay before all this: beside the lab's first converge (CI13) they took 6 minutes instead
-# of 4 and the secure converge ended no earlier; the first half of CI is CPU-bound (docs/ci.md). Each step prints its stage line
-# (lab/stage.sh); a side job's output follows once it has ended.
+# of 4 and the secure converge ended no earlier; the first half of CI is CPU-bound (docs/ci.md).
+# Each step prints its stage line (lab/stage.sh); a side job's output follows once it has ended.
 # The lab scenario runs with simple authentication and TARN's process runtime (molecule/lab/molecule.yml)
 # and the e2e tests of that path (clusters without Kerberos or Docker); then the same nodes are
 # converged as production runs (issues 33 and 34): Kerberos, and YARN's LinuxContainerExecutor with

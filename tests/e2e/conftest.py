@@ -41,9 +41,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Tests marked ``suite_start`` go first: what they start lives through the suite (test_tokens).
     Tests marked ``alone`` go in one block at the end (the chaos suite's after its others, then the
     files of alone tests only; another file keeps its order, lest its module's service be deployed
-    twice): each alone test first waits for the other stream's test under way,
-    and that stream stops while it runs, so one block costs that wait once, and by then the other
-    stream has most likely ended (lab/e2e_streams.sh).
+    twice): each alone test first waits for the other stream's test under way, and that stream
+    stops while it runs, so one block costs that wait once, and by then the other stream has most
+    likely ended (lab/e2e_streams.sh).
     Tests marked ``docker_lab`` are deselected (reported as such, never as passed) on a lab
     without YARN's Docker runtime, and the other stream's files when TARN_E2E_STREAM is set."""
     deselected = [

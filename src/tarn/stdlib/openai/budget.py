@@ -40,6 +40,10 @@ class Limit:
     def of(self, window: Window) -> int | None:
         return self.per_minute if window == "minute" else self.per_day
 
+    @property
+    def limited(self) -> bool:
+        return self.per_minute is not None or self.per_day is not None
+
 
 @dataclass(frozen=True)
 class Grant:
@@ -73,7 +77,7 @@ def window_start(now: float, window: Window) -> float:
     return float(math.floor(now / length) * length)
 
 
-Involved = tuple[tuple[BudgetKey, Window], Account, int]  # (budget, window), its account, its limit
+Involved = tuple[Window, Account, int]  # a budget's window, its account, its limit
 
 
 class Ledger:
@@ -96,19 +100,18 @@ class Ledger:
         involved = self._involved(keys, now)
         if not involved:
             return Grant(True)
-        tightest = min(involved, key=lambda item: item[1].free(item[2]) - tokens)
-        (window, account, limit) = tightest[0][1], tightest[1], tightest[2]
+        window, account, limit = min(involved, key=lambda item: item[1].free(item[2]))
         reset_s = account.start + WINDOW_S[window] - now
-        if any(acc.free(lim) < tokens for _kw, acc, lim in involved):
+        if any(acc.free(lim) < tokens for _window, acc, lim in involved):
             return Grant(False, limit, max(0, account.free(limit)), reset_s)
         if tokens > 0:
-            for _kw, acc, _lim in involved:
+            for _window, acc, _limit in involved:
                 acc.held[holder] = acc.held.get(holder, 0) + tokens
         return Grant(True, limit, max(0, account.free(limit)), reset_s)
 
     def settle(self, holder: str, keys: Iterable[BudgetKey], reserved: int, used: int, now: float) -> None:
         """A request ended: ``used`` of its ``reserved`` tokens are spent, the rest is free."""
-        for _kw, account, _limit in self._involved(keys, now):
+        for _window, account, _limit in self._involved(keys, now):
             left = account.held.get(holder, 0) - reserved
             if left > 0:
                 account.held[holder] = left
@@ -116,7 +119,7 @@ class Ledger:
                 account.held.pop(holder, None)
             account.spent += used
 
-    def drop_holder(self, holder: str, now: float) -> None:
+    def drop_holder(self, holder: str) -> None:
         """A front gone without settling: what it held counts as spent."""
         for account in self._accounts.values():
             account.spent += account.held.pop(holder, 0)
@@ -139,5 +142,5 @@ class Ledger:
                     account = self._accounts[(key, window)] = Account(start)
                 elif account.start < start:  # a new window: nothing spent yet; holds carry over
                     account.start, account.spent = start, 0
-                involved.append(((key, window), account, limit))
+                involved.append((window, account, limit))
         return involved

@@ -53,18 +53,18 @@ class Tenancy:
     def budgets(self) -> dict[BudgetKey, Limit]:
         """Every declared budget: the ledger's limits."""
         limited: dict[BudgetKey, Limit] = {
-            ("user", name): limit for name, limit in self.users.items() if limit != Limit()
+            ("user", name): limit for name, limit in self.users.items() if limit.limited
         }
-        limited.update({("group", name): g.budget for name, g in self.groups.items() if g.budget != Limit()})
+        limited.update({("group", name): g.budget for name, g in self.groups.items() if g.budget.limited})
         return limited
 
     def budget_keys(self, user: str) -> list[BudgetKey]:
         """The budgets a request of ``user`` spends from: its own, then its groups' (by name)."""
-        own: list[BudgetKey] = [("user", user)] if self.users.get(user, Limit()) != Limit() else []
+        own: list[BudgetKey] = [("user", user)] if self.users.get(user, Limit()).limited else []
         return own + [
             ("group", name)
             for name, g in sorted(self.groups.items())
-            if user in g.members and g.budget != Limit()
+            if user in g.members and g.budget.limited
         ]
 
 
